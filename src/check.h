@@ -1,0 +1,79 @@
+/*
+ * check.h - the node health checks (the platform's pre-check, and
+ * `vigil check`).
+ *
+ * Each check gathers facts through hwmon (sysfs/procfs under a root),
+ * libnuma, statvfs and getrlimit, then evaluates them against the
+ * configuration: a name, a verdict, a one-line reason and details.  The
+ * checks, in order: "slots", "memory", "storage", "limits", "nics".
+ *
+ * Nothing here calls MPI or hwloc: the slots come in from topo.
+ */
+#ifndef VIGIL_CHECK_H
+#define VIGIL_CHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <cJSON.h>
+
+#include "config.h"
+#include "topo.h"
+#include "verdict.h"
+
+struct check_result {
+	char name[32];        /* "slots", "memory", "storage", "limits", "nics" */
+	enum verdict verdict;
+	char reason[256];     /* one line, no newline: "eth1 is down (operstate down)" */
+	cJSON *details;       /* owned; a JSON object with the facts, never NULL after a run */
+};
+
+/* What the coordinator compares across nodes. */
+struct check_facts {
+	int nslots;
+	char models[256];     /* distinct slot models, sorted, joined with ", "; "" if none */
+	char driver[64];      /* driver version of the slots' vendor, "" if none/unknown */
+};
+
+struct check_report {
+	struct check_result *results;
+	size_t n;
+	struct check_facts facts;
+};
+
+struct check_ctx {
+	const struct config *cfg;
+	const struct slot *slots;  /* from topo_slots() */
+	size_t nslots;
+	bool all;                  /* run every check; else stop after the first failure */
+};
+
+/*
+ * Run the checks.  Fills OUT (release with check_report_free()).  A check
+ * that cannot read what it needs reports that as its verdict; only an
+ * unusable sysfs root (-ENOENT, -ENOTDIR) or allocation failure makes this
+ * return a negative errno.  Never blocks longer than about
+ * cfg->check_timeout_s per check that may block.  Forks (for timed
+ * checks); call before MPI starts transports that dislike fork, or accept
+ * Open MPI's warning.
+ */
+int check_run(const struct check_ctx *ctx, struct check_report *out);
+
+/* The worst verdict in the report; VERDICT_PASS when empty. */
+enum verdict check_report_verdict(const struct check_report *r);
+
+/* The first failing (or, if none, the first warning) result; NULL if none. */
+const struct check_result *check_report_first(const struct check_report *r, enum verdict v);
+
+/*
+ * Wire and report format:
+ * {"facts": {"nslots": N, "models": "...", "driver": "..."},
+ *  "checks": [{"name", "verdict", "reason", "details"}, ...]}
+ * to_json returns NULL on allocation failure; from_json returns 0 or
+ * -EINVAL for a document of another shape.
+ */
+cJSON *check_report_to_json(const struct check_report *r);
+int check_report_from_json(const cJSON *json, struct check_report *out);
+
+void check_report_free(struct check_report *r);
+
+#endif

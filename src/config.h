@@ -1,0 +1,87 @@
+/*
+ * config.h - vigil's configuration: expected values and thresholds.
+ *
+ * A configuration starts from config_init()'s defaults, is overlaid by a
+ * JSON file (--config FILE, format in doc/vigil.conf.5), and then by
+ * command-line flags, which main.c writes into the struct directly.
+ *
+ * The struct owns every string and array in it; config_free() releases
+ * them.  Sizes are in the unit their name says; 0 (or an empty list)
+ * switches a threshold off unless noted.
+ */
+#ifndef VIGIL_CONFIG_H
+#define VIGIL_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "verdict.h"
+
+struct config_path {
+	char *path;                /* a directory that must be usable */
+	long long min_free_mb;     /* free space for unprivileged users */
+	long long min_free_inodes;
+	bool writable;             /* default true: a file can be created there */
+};
+
+struct config {
+	/* where sysfs and procfs are read from: "<root>/sys", "<root>/proc" */
+	char *sysfs_root;          /* default "/" */
+
+	/* "check.slots" */
+	int slots_expected;        /* -1: not set (no minimum) */
+	enum verdict pcie_degraded;/* verdict for a link below its maximum; default WARN */
+	long long aer_correctable_max; /* correctable AER errors above this warn; -1: off (default) */
+	/* any non-fatal AER error warns, any fatal one fails */
+	bool driver_required;      /* a slot's vendor driver must be loaded; default true */
+
+	/* "check.memory" */
+	long long mem_min_free_mb; /* per NUMA node */
+
+	/* "check.storage" */
+	struct config_path *paths;
+	size_t npaths;
+	long long shm_min_mb;      /* size of <root>/dev/shm */
+
+	/* "check.limits" */
+	bool memlock_unlimited;    /* RLIMIT_MEMLOCK must be unlimited (RDMA) */
+	long long nofile_min;      /* RLIMIT_NOFILE soft limit at least this */
+
+	/* "check.nics" */
+	char **nics;               /* interfaces that must exist, be up, have carrier */
+	size_t nnics;
+	long long nic_min_speed_mbps;
+	char **ib_devices;         /* InfiniBand devices whose every port must be ACTIVE/LinkUp */
+	size_t nib_devices;
+	long long ib_min_rate_gbps;
+
+	/* "check" */
+	double check_timeout_s;    /* a check that may block (storage) is cut off after this; default 10 */
+	double gather_timeout_s;   /* coordinator waits this long for every node's report; default 60 */
+};
+
+/* Fill with defaults.  Never fails. */
+void config_init(struct config *cfg);
+
+/*
+ * Overlay the JSON document in FILE.  Unknown keys, wrong types and
+ * out-of-range values are errors.  On error returns a negative errno
+ * (-ENOENT, -EACCES, -EINVAL, ...) and writes one line to ERR naming the
+ * file, the key (e.g. "check.nics.min_speed_mbps") and the problem, for
+ * example:
+ *   "cfg.json: check.slots.expected: expected a non-negative integer, got \"8\""
+ * CFG may be partly updated on error; the caller exits.
+ */
+int config_load_file(struct config *cfg, const char *file, char *err, size_t errlen);
+
+/* As config_load_file on a buffer (need not be NUL-terminated); ORIGIN names it in messages. */
+int config_load_buffer(struct config *cfg, const char *buf, size_t len,
+                       const char *origin, char *err, size_t errlen);
+
+/* Append to a string list (used by flags such as --nic); returns 0 or -ENOMEM. */
+int config_list_add(char ***list, size_t *n, const char *value);
+
+/* Release everything CFG owns; CFG may be reused after config_init(). */
+void config_free(struct config *cfg);
+
+#endif

@@ -1,0 +1,69 @@
+/*
+ * log.c - diagnostics on stderr, one line per call.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+static char log_node[64] = "?";
+static int log_rank = -1;
+static enum log_level log_level = LOG_LEVEL_WARN;
+
+static const char *const level_names[] = { "error", "warning", "info", "debug" };
+
+void
+log_set_identity(const char *node, int rank)
+{
+	snprintf(log_node, sizeof(log_node), "%s", node ? node : "?");
+	log_rank = rank;
+}
+
+void
+log_set_level(enum log_level level)
+{
+	log_level = level;
+}
+
+enum log_level
+log_get_level(void)
+{
+	return log_level;
+}
+
+void
+log_msg(enum log_level level, const char *fmt, ...)
+{
+	char line[1024];
+	int saved = errno;  /* callers may log before reading errno */
+	int len;
+	va_list ap;
+
+	if (level > log_level)
+		return;
+	if (log_rank >= 0)
+		len = snprintf(line, sizeof(line), "vigil[%s:%d:%ld] %s: ", log_node,
+		               log_rank, (long)getpid(), level_names[level]);
+	else
+		len = snprintf(line, sizeof(line), "vigil[%s:%ld] %s: ", log_node,
+		               (long)getpid(), level_names[level]);
+	if (len < 0 || (size_t)len >= sizeof(line))
+		len = 0;
+	va_start(ap, fmt);
+	vsnprintf(line + len, sizeof(line) - (size_t)len, fmt, ap);
+	va_end(ap);
+	/* One fputs of a whole line: stderr is unbuffered, so this keeps the
+	 * line in one write and unmixed with other processes' lines. */
+	len = (int)strlen(line);
+	if (len > 0 && line[len - 1] != '\n' && (size_t)len + 1 < sizeof(line)) {
+		line[len++] = '\n';
+		line[len] = '\0';
+	}
+	fputs(line, stderr);
+	errno = saved;
+}

@@ -1,0 +1,40 @@
+/*
+ * timed.h - run work that may block forever (a stale NFS mount, a hung
+ * scontrol) in a child process, under a deadline.
+ *
+ * The parent never blocks past the deadline: on timeout it SIGKILLs the
+ * child and reaps it if it can without waiting (a process stuck in an
+ * uninterruptible NFS call may outlive the kill; it is reaped later).
+ */
+#ifndef VIGIL_TIMED_H
+#define VIGIL_TIMED_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * Work done in the child: write a result of at most the parent's MAX bytes
+ * to FD and return an exit status (0..255) for the child.
+ */
+typedef int timed_fn(void *arg, int fd);
+
+/*
+ * Fork, run FN(ARG, fd) in the child, read what it writes into BUF (up to
+ * MAX bytes) until it closes the pipe, all within TIMEOUT_S seconds.
+ * Returns the number of bytes read and sets *status to the child's wait
+ * status (status may be NULL); -ETIMEDOUT when the deadline passed; another
+ * negative errno if the fork or pipe failed.
+ */
+ssize_t timed_run(timed_fn *fn, void *arg, double timeout_s,
+                  char *buf, size_t max, int *status);
+
+/*
+ * Execute ARGV (argv[0] looked up in PATH) with stdin from /dev/null,
+ * capturing stdout+stderr into BUF (NUL-terminated, truncated to MAX-1),
+ * within TIMEOUT_S.  Returns the exit status (0..255), 128+N for a signal,
+ * -ETIMEDOUT, -ENOENT when the program is not found, or another negative
+ * errno.
+ */
+int timed_exec(char *const argv[], double timeout_s, char *buf, size_t max);
+
+#endif
