@@ -51,17 +51,28 @@ struct check_ctx {
  * Run the checks.  Fills OUT (release with check_report_free()).  A check
  * that cannot read what it needs reports that as its verdict; only an
  * unusable sysfs root (-ENOENT, -ENOTDIR) or allocation failure makes this
- * return a negative errno.  Never blocks longer than about
- * cfg->check_timeout_s per check that may block.  Forks (for timed
- * checks); call before MPI starts transports that dislike fork, or accept
- * Open MPI's warning.
+ * return a negative errno.  Work that may block runs in a child under
+ * cfg->check_timeout_s: each storage path's probe, and each vendor library
+ * query (NVML, CNDev; only when the sysfs root is this system's "/"), so
+ * the whole run blocks at most about (npaths + 2) * check_timeout_s.
+ * Forks (for timed checks); call before MPI starts transports that dislike
+ * fork, or accept Open MPI's warning.
+ *
+ * With ctx->all false the report ends with the first failing check.
+ * Every problem a check found is listed in its details under "problems";
+ * the reason is the first of the worst, followed by "(+N more)" when there
+ * are others.  A passing check's reason is a one-line summary.
  */
 int check_run(const struct check_ctx *ctx, struct check_report *out);
 
 /* The worst verdict in the report; VERDICT_PASS when empty. */
 enum verdict check_report_verdict(const struct check_report *r);
 
-/* The first failing (or, if none, the first warning) result; NULL if none. */
+/*
+ * The first failing (or, if none, the first warning, or if none the first
+ * passing) result, provided its verdict is at least V; NULL otherwise:
+ * with VERDICT_FAIL, the first failure or NULL.
+ */
 const struct check_result *check_report_first(const struct check_report *r, enum verdict v);
 
 /*

@@ -1,0 +1,788 @@
+/*
+ * config.c - defaults, the JSON configuration file, string lists.
+ *
+ * The parser is driven by tables of keys (struct key): each names a JSON
+ * key, the handler that checks and stores its value, and where in the
+ * target struct the value goes.  A section is a key whose handler parses a
+ * nested table, so adding a section ("run", "inspect", ...) means adding
+ * one table and one line in its parent.
+ *
+ * cJSON accepts an object with the same key twice and keeps both, so the
+ * walk over an object marks each key of the table as seen and refuses a
+ * second one.  Unknown keys are errors, not ignored: a misspelt threshold
+ * that silently does nothing is worse than a refusal to start.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "config.h"
+
+/* A configuration is a few hundred bytes; anything this large is a mistake
+ * (a core file, a log) and is refused before it is parsed. */
+#define CONFIG_MAX_BYTES (1024 * 1024)
+
+/* Sizes in MiB are multiplied by 2^20 by the checks; this bound keeps the
+ * product within a long long (2^40 MiB = 1 EiB). */
+#define MB_MAX (1LL << 40)
+/* Every integer up to 2^53 is exact in the double cJSON stores. */
+#define COUNT_MAX (1LL << 53)
+/* Timeouts: a day. */
+#define SECONDS_MAX 86400.0
+
+/* Longest excerpt of the input quoted in a message. */
+#define EXCERPT_MAX 24
+
+struct parse {
+	const char *origin;        /* file name or other label for messages */
+	char *err;
+	size_t errlen;
+	char key[256];             /* dotted name of the value being parsed */
+	size_t keylen;
+};
+
+struct key;
+
+/* Check V and store it in the struct at BASE; returns 0 or a negative errno
+ * after writing the message with fail(). */
+typedef int key_fn(struct parse *p, const struct key *k, const cJSON *v, void *base);
+
+struct key {
+	const char *name;
+	key_fn *parse;
+	size_t off;                /* the field, from the start of BASE */
+	size_t count_off;          /* lists: their element count */
+	long long min, max;        /* integers: the accepted range */
+	const struct key *sub;     /* sections and lists of objects: their keys */
+	bool required;             /* inside a list entry: must be given */
+};
+
+/* ---- messages ------------------------------------------------------- */
+
+static int fail(struct parse *p, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Writes "ORIGIN: KEY: MESSAGE" (or "ORIGIN: MESSAGE" outside any key) as
+ * one line, and returns RC. */
+static int
+fail(struct parse *p, int rc, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!p->err || p->errlen == 0)
+		return rc;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (p->keylen > 0)
+		snprintf(p->err, p->errlen, "%s: %s: %s", p->origin, p->key, msg);
+	else
+		snprintf(p->err, p->errlen, "%s: %s", p->origin, msg);
+	/* Key names, file names and excerpts come from the user: keep the
+	 * message on one line whatever they contain. */
+	for (char *c = p->err; *c; c++) {
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	}
+	return rc;
+}
+
+/* Quote up to EXCERPT_MAX bytes of S (LEN bytes, or up to its NUL when
+ * LEN is SIZE_MAX) into BUF, escaped so that it reads as one line. */
+static void
+quote(char *buf, size_t buflen, const char *s, size_t len)
+{
+	size_t o = 0, i;
+
+	if (buflen < 8) {
+		if (buflen > 0)
+			buf[0] = '\0';
+		return;
+	}
+	buf[o++] = '"';
+	for (i = 0; i < len && s[i] && i < EXCERPT_MAX && o + 6 < buflen; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\') {
+			buf[o++] = '\\';
+			buf[o++] = (char)c;
+		} else if (c == '\n') {
+			buf[o++] = '\\';
+			buf[o++] = 'n';
+		} else if (c < 0x20 || c == 0x7f) {
+			buf[o++] = '?';
+		} else {
+			buf[o++] = (char)c;
+		}
+	}
+	if (i < len && s[i] && o + 5 < buflen) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o++] = '"';
+	buf[o] = '\0';
+}
+
+/* What V is, for "expected X, got Y". */
+static void
+describe(const cJSON *v, char *buf, size_t len)
+{
+	if (cJSON_IsString(v))
+		quote(buf, len, v->valuestring, SIZE_MAX);
+	else if (cJSON_IsNumber(v) && isfinite(v->valuedouble))
+		snprintf(buf, len, "%.15g", v->valuedouble);
+	else if (cJSON_IsNumber(v))
+		snprintf(buf, len, "a number too large to represent");
+	else if (cJSON_IsTrue(v))
+		snprintf(buf, len, "true");
+	else if (cJSON_IsFalse(v))
+		snprintf(buf, len, "false");
+	else if (cJSON_IsNull(v))
+		snprintf(buf, len, "null");
+	else if (cJSON_IsArray(v))
+		snprintf(buf, len, "an array");
+	else if (cJSON_IsObject(v))
+		snprintf(buf, len, "an object");
+	else
+		snprintf(buf, len, "an invalid value");
+}
+
+static int
+type_error(struct parse *p, const char *expected, const cJSON *v)
+{
+	char got[64];
+
+	describe(v, got, sizeof(got));
+	return fail(p, -EINVAL, "expected %s, got %s", expected, got);
+}
+
+/* Append ".NAME" (or "[INDEX]" when NAME is NULL) to the key being parsed;
+ * returns the length to restore with pop(). */
+static size_t
+push(struct parse *p, const char *name, size_t index)
+{
+	size_t old = p->keylen;
+	int n;
+
+	if (name)
+		n = snprintf(p->key + old, sizeof(p->key) - old, "%s%s",
+		             old > 0 ? "." : "", name);
+	else
+		n = snprintf(p->key + old, sizeof(p->key) - old, "[%zu]", index);
+	if (n < 0)
+		n = 0;
+	p->keylen = old + (size_t)n < sizeof(p->key) ? old + (size_t)n : sizeof(p->key) - 1;
+	return old;
+}
+
+static void
+pop(struct parse *p, size_t len)
+{
+	p->keylen = len;
+	p->key[len] = '\0';
+}
+
+/* ---- value handlers ------------------------------------------------- */
+
+#define FIELD(base, k, type) ((type *)(void *)((char *)(base) + (k)->off))
+
+static int parse_object(struct parse *p, const cJSON *obj, const struct key *keys, void *base);
+
+static int
+parse_section(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	if (!cJSON_IsObject(v))
+		return type_error(p, "an object", v);
+	return parse_object(p, v, k->sub, base);
+}
+
+/* Integers arrive as doubles: accept only integral values in range. */
+static int
+get_integer(struct parse *p, const struct key *k, const cJSON *v, long long *out)
+{
+	const char *expected;
+	double d;
+
+	if (k->min > 0)
+		expected = "a positive integer";
+	else if (k->min == 0)
+		expected = "a non-negative integer";
+	else
+		expected = "a non-negative integer or -1";
+	if (!cJSON_IsNumber(v))
+		return type_error(p, expected, v);
+	d = v->valuedouble;
+	if (isnan(d) || d < (double)k->min)
+		return type_error(p, expected, v);
+	if (d > (double)k->max) {
+		char got[64];
+
+		describe(v, got, sizeof(got));
+		return fail(p, -EINVAL, "%s is out of range (at most %lld)", got, k->max);
+	}
+	/* In range, so the conversion is defined; it drops any fraction. */
+	if (d != (double)(long long)d)
+		return type_error(p, expected, v);
+	*out = (long long)d;
+	return 0;
+}
+
+static int
+parse_int(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	long long n;
+	int rc = get_integer(p, k, v, &n);
+
+	if (rc == 0)
+		*FIELD(base, k, int) = (int)n;
+	return rc;
+}
+
+static int
+parse_llong(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	long long n;
+	int rc = get_integer(p, k, v, &n);
+
+	if (rc == 0)
+		*FIELD(base, k, long long) = n;
+	return rc;
+}
+
+static int
+parse_seconds(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	double d;
+
+	if (!cJSON_IsNumber(v))
+		return type_error(p, "a positive number of seconds", v);
+	d = v->valuedouble;
+	if (isnan(d) || d <= 0)
+		return type_error(p, "a positive number of seconds", v);
+	if (d > SECONDS_MAX) {
+		char got[64];
+
+		describe(v, got, sizeof(got));
+		return fail(p, -EINVAL, "%s is out of range (at most %.0f seconds)", got,
+		            SECONDS_MAX);
+	}
+	*FIELD(base, k, double) = d;
+	return 0;
+}
+
+static int
+parse_bool(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	if (!cJSON_IsBool(v))
+		return type_error(p, "true or false", v);
+	*FIELD(base, k, bool) = cJSON_IsTrue(v);
+	return 0;
+}
+
+static int
+parse_verdict(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	enum verdict verdict;
+
+	if (!cJSON_IsString(v) || verdict_parse(v->valuestring, &verdict) < 0)
+		return type_error(p, "one of \"pass\", \"warn\", \"fail\"", v);
+	*FIELD(base, k, enum verdict) = verdict;
+	return 0;
+}
+
+/* An absolute path: it must not depend on the directory vigil runs in. */
+static int
+check_path(struct parse *p, const cJSON *v)
+{
+	if (!cJSON_IsString(v) || v->valuestring[0] != '/')
+		return type_error(p, "an absolute path", v);
+	if (strlen(v->valuestring) >= PATH_MAX)
+		return fail(p, -EINVAL, "path longer than %d bytes", PATH_MAX - 1);
+	return 0;
+}
+
+static int
+parse_path(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	char **field = FIELD(base, k, char *);
+	char *copy;
+	int rc = check_path(p, v);
+
+	if (rc < 0)
+		return rc;
+	copy = strdup(v->valuestring);
+	if (!copy)
+		return fail(p, -ENOMEM, "out of memory");
+	free(*field);
+	*field = copy;
+	return 0;
+}
+
+/* Interface and device names become one component of a sysfs path
+ * ("class/net/NAME"), so they may not be empty, ".", ".." or contain '/'. */
+static int
+check_name(struct parse *p, const cJSON *v)
+{
+	const char *s;
+
+	if (!cJSON_IsString(v))
+		return type_error(p, "a name (string)", v);
+	s = v->valuestring;
+	if (s[0] == '\0' || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return type_error(p, "a non-empty name", v);
+	if (strlen(s) > NAME_MAX)
+		return fail(p, -EINVAL, "name longer than %d bytes", NAME_MAX);
+	for (; *s; s++) {
+		if (*s == '/' || (unsigned char)*s <= 0x20 || *s == 0x7f)
+			return type_error(p, "a name without '/', spaces or control characters", v);
+	}
+	return 0;
+}
+
+static void
+free_list(char **list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+}
+
+/* A list given in the file replaces the one before it (defaults, an
+ * earlier file), so the new list is built aside and swapped in whole. */
+static int
+parse_names(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	char ***field = FIELD(base, k, char **);
+	size_t *count = (size_t *)(void *)((char *)base + k->count_off);
+	char **list = NULL;
+	size_t n = 0, len, i = 0;
+	const cJSON *e;
+	int rc = 0;
+
+	if (!cJSON_IsArray(v))
+		return type_error(p, "an array of names", v);
+	len = (size_t)cJSON_GetArraySize(v);
+	if (len > 0) {
+		list = calloc(len, sizeof(*list));
+		if (!list)
+			return fail(p, -ENOMEM, "out of memory");
+	}
+	cJSON_ArrayForEach(e, v) {
+		size_t old = push(p, NULL, i++);
+
+		rc = check_name(p, e);
+		if (rc < 0)
+			goto out;
+		pop(p, old);
+		/* cJSON_GetArraySize() counts in an int; never trust it to
+		 * bound the walk. */
+		if (n >= len) {
+			rc = fail(p, -EINVAL, "too many entries");
+			goto out;
+		}
+		list[n] = strdup(e->valuestring);
+		if (!list[n]) {
+			rc = fail(p, -ENOMEM, "out of memory");
+			goto out;
+		}
+		n++;
+	}
+	free_list(*field, *count);
+	*field = list;
+	*count = n;
+	list = NULL;
+	n = 0;
+out:
+	free_list(list, n);
+	return rc;
+}
+
+static const struct key path_keys[] = {
+	{ .name = "path", .parse = parse_path,
+	  .off = offsetof(struct config_path, path), .required = true },
+	{ .name = "min_free_mb", .parse = parse_llong,
+	  .off = offsetof(struct config_path, min_free_mb), .min = 0, .max = MB_MAX },
+	{ .name = "min_free_inodes", .parse = parse_llong,
+	  .off = offsetof(struct config_path, min_free_inodes), .min = 0, .max = COUNT_MAX },
+	{ .name = "writable", .parse = parse_bool,
+	  .off = offsetof(struct config_path, writable) },
+	{ .name = NULL }
+};
+
+static void
+free_paths(struct config_path *paths, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(paths[i].path);
+	free(paths);
+}
+
+static int
+parse_paths(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	struct config_path **field = FIELD(base, k, struct config_path *);
+	size_t *count = (size_t *)(void *)((char *)base + k->count_off);
+	struct config_path *paths = NULL;
+	size_t n = 0, len;
+	const cJSON *e;
+	int rc = 0;
+
+	if (!cJSON_IsArray(v))
+		return type_error(p, "an array of objects", v);
+	len = (size_t)cJSON_GetArraySize(v);
+	if (len > 0) {
+		paths = calloc(len, sizeof(*paths));
+		if (!paths)
+			return fail(p, -ENOMEM, "out of memory");
+	}
+	cJSON_ArrayForEach(e, v) {
+		size_t old = push(p, NULL, n);
+
+		if (n >= len) {
+			rc = fail(p, -EINVAL, "too many entries");
+			goto out;
+		}
+		paths[n].writable = true;
+		n++;
+		if (!cJSON_IsObject(e)) {
+			rc = type_error(p, "an object", e);
+			goto out;
+		}
+		rc = parse_object(p, e, k->sub, &paths[n - 1]);
+		if (rc < 0)
+			goto out;
+		pop(p, old);
+	}
+	free_paths(*field, *count);
+	*field = paths;
+	*count = n;
+	paths = NULL;
+	n = 0;
+out:
+	free_paths(paths, n);
+	return rc;
+}
+
+/* ---- the configuration's tables ------------------------------------- */
+
+#define CFG(field) .off = offsetof(struct config, field)
+#define CFG_LIST(field, count) CFG(field), .count_off = offsetof(struct config, count)
+
+static const struct key slots_keys[] = {
+	{ .name = "expected", .parse = parse_int, CFG(slots_expected), .min = 0, .max = INT_MAX },
+	{ .name = "pcie_degraded", .parse = parse_verdict, CFG(pcie_degraded) },
+	{ .name = "aer_correctable_max", .parse = parse_llong, CFG(aer_correctable_max),
+	  .min = -1, .max = COUNT_MAX },
+	{ .name = "driver_required", .parse = parse_bool, CFG(driver_required) },
+	{ .name = NULL }
+};
+
+static const struct key memory_keys[] = {
+	{ .name = "min_free_mb", .parse = parse_llong, CFG(mem_min_free_mb), .min = 0, .max = MB_MAX },
+	{ .name = NULL }
+};
+
+static const struct key storage_keys[] = {
+	{ .name = "paths", .parse = parse_paths, CFG_LIST(paths, npaths), .sub = path_keys },
+	{ .name = "shm_min_mb", .parse = parse_llong, CFG(shm_min_mb), .min = 0, .max = MB_MAX },
+	{ .name = NULL }
+};
+
+static const struct key limits_keys[] = {
+	{ .name = "memlock_unlimited", .parse = parse_bool, CFG(memlock_unlimited) },
+	{ .name = "nofile_min", .parse = parse_llong, CFG(nofile_min), .min = 0, .max = COUNT_MAX },
+	{ .name = NULL }
+};
+
+static const struct key nics_keys[] = {
+	{ .name = "required", .parse = parse_names, CFG_LIST(nics, nnics) },
+	{ .name = "min_speed_mbps", .parse = parse_llong, CFG(nic_min_speed_mbps),
+	  .min = 0, .max = INT_MAX },
+	{ .name = "ib_devices", .parse = parse_names, CFG_LIST(ib_devices, nib_devices) },
+	{ .name = "ib_min_rate_gbps", .parse = parse_llong, CFG(ib_min_rate_gbps),
+	  .min = 0, .max = INT_MAX },
+	{ .name = NULL }
+};
+
+static const struct key check_keys[] = {
+	{ .name = "timeout", .parse = parse_seconds, CFG(check_timeout_s) },
+	{ .name = "gather_timeout", .parse = parse_seconds, CFG(gather_timeout_s) },
+	{ .name = "slots", .parse = parse_section, .sub = slots_keys },
+	{ .name = "memory", .parse = parse_section, .sub = memory_keys },
+	{ .name = "storage", .parse = parse_section, .sub = storage_keys },
+	{ .name = "limits", .parse = parse_section, .sub = limits_keys },
+	{ .name = "nics", .parse = parse_section, .sub = nics_keys },
+	{ .name = NULL }
+};
+
+static const struct key top_keys[] = {
+	{ .name = "sysfs_root", .parse = parse_path, CFG(sysfs_root) },
+	{ .name = "check", .parse = parse_section, .sub = check_keys },
+	{ .name = NULL }
+};
+
+/* ---- objects -------------------------------------------------------- */
+
+static int
+unknown_key(struct parse *p, const struct key *keys)
+{
+	char valid[256];
+	size_t o = 0;
+
+	valid[0] = '\0';
+	for (const struct key *k = keys; k->name && o < sizeof(valid); k++) {
+		int n = snprintf(valid + o, sizeof(valid) - o, "%s%s", o ? ", " : "", k->name);
+
+		if (n < 0)
+			break;
+		o += (size_t)n;
+	}
+	return fail(p, -EINVAL, "unknown key (valid: %s)", valid);
+}
+
+/* Parse the members of OBJ by KEYS (at most 64 keys: one bit each marks
+ * the keys seen, to refuse duplicates and find missing required ones). */
+static int
+parse_object(struct parse *p, const cJSON *obj, const struct key *keys, void *base)
+{
+	uint64_t seen = 0;
+	const cJSON *child;
+	size_t i;
+
+	cJSON_ArrayForEach(child, obj) {
+		const char *name = child->string ? child->string : "";
+		size_t old = push(p, name, 0);
+		int rc;
+
+		for (i = 0; keys[i].name; i++) {
+			if (strcmp(keys[i].name, name) == 0)
+				break;
+		}
+		if (!keys[i].name)
+			return unknown_key(p, keys);
+		if (seen & (UINT64_C(1) << i))
+			return fail(p, -EINVAL, "duplicate key");
+		seen |= UINT64_C(1) << i;
+		rc = keys[i].parse(p, &keys[i], child, base);
+		if (rc < 0)
+			return rc;
+		pop(p, old);
+	}
+	for (i = 0; keys[i].name; i++) {
+		if (keys[i].required && !(seen & (UINT64_C(1) << i))) {
+			push(p, keys[i].name, 0);
+			return fail(p, -EINVAL, "missing (required in every entry)");
+		}
+	}
+	return 0;
+}
+
+/* ---- documents ------------------------------------------------------ */
+
+static bool
+is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* cJSON reports where it stopped; turn that into what an editor shows. */
+static int
+syntax_error(struct parse *p, const char *buf, size_t len, const char *stop)
+{
+	size_t off = 0, line = 1, col = 1, end, n;
+	const char *nl;
+	char excerpt[64];
+
+	if (stop && stop >= buf && stop <= buf + len)
+		off = (size_t)(stop - buf);
+	/* cJSON often stops one byte past the offending one, or at the end
+	 * of the input: point at the last byte that is not white space. */
+	if (off >= len || is_space(buf[off])) {
+		size_t back = off < len ? off : len;
+
+		while (back > 0 && is_space(buf[back - 1]))
+			back--;
+		if (back == 0 && off >= len)
+			return fail(p, -EINVAL, "line 1, column 1: malformed JSON (empty document)");
+		if (back > 0)
+			off = back - 1;
+	}
+	for (size_t i = 0; i < off; i++) {
+		if (buf[i] == '\n') {
+			line++;
+			col = 1;
+		} else {
+			col++;
+		}
+	}
+	if (buf[off] == '\0')
+		return fail(p, -EINVAL, "line %zu, column %zu: malformed JSON (a NUL byte)",
+		            line, col);
+	for (end = off + 1; end < len && is_space(buf[end]); end++)
+		;
+	nl = memchr(buf + off, '\n', len - off);
+	n = nl ? (size_t)(nl - (buf + off)) : len - off;
+	quote(excerpt, sizeof(excerpt), buf + off, n);
+	return fail(p, -EINVAL, "line %zu, column %zu: malformed JSON near %s%s",
+	            line, col, excerpt, end >= len ? " (end of input)" : "");
+}
+
+int
+config_load_buffer(struct config *cfg, const char *buf, size_t len,
+                   const char *origin, char *err, size_t errlen)
+{
+	struct parse p = { .origin = origin ? origin : "config", .err = err, .errlen = errlen };
+	const char *stop = NULL, *nul;
+	cJSON *root = NULL;
+	char *copy = NULL;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (len > CONFIG_MAX_BYTES)
+		return fail(&p, -EFBIG, "larger than %d bytes, refused", CONFIG_MAX_BYTES);
+	nul = memchr(buf, '\0', len);
+	if (nul)
+		return syntax_error(&p, buf, len, nul);
+	/* cJSON parses at most LEN bytes, but a terminated copy keeps every
+	 * version of it, and every string function, inside the buffer. */
+	copy = malloc(len + 1);
+	if (!copy)
+		return fail(&p, -ENOMEM, "out of memory");
+	memcpy(copy, buf, len);
+	copy[len] = '\0';
+	/* The end pointer rather than cJSON_GetErrorPtr(): same offset, but
+	 * not a global shared by every caller.  With require_null_terminated,
+	 * cJSON wants the terminating NUL inside the length it is given. */
+	root = cJSON_ParseWithLengthOpts(copy, len + 1, &stop, 1);
+	if (!root) {
+		rc = syntax_error(&p, copy, len, stop);
+		goto out;
+	}
+	if (!cJSON_IsObject(root)) {
+		rc = type_error(&p, "an object at the top level", root);
+		goto out;
+	}
+	rc = parse_object(&p, root, top_keys, cfg);
+out:
+	cJSON_Delete(root);
+	free(copy);
+	return rc;
+}
+
+int
+config_load_file(struct config *cfg, const char *file, char *err, size_t errlen)
+{
+	struct parse p = { .origin = file, .err = err, .errlen = errlen };
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	int fd, rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		return fail(&p, rc, "cannot read: %s", strerror(-rc));
+	}
+	/* Read to EOF rather than trust st_size: the file may be a pipe
+	 * (--config /dev/stdin) or change while it is read. */
+	for (;;) {
+		ssize_t n;
+
+		if (len > CONFIG_MAX_BYTES) {
+			rc = fail(&p, -EFBIG, "larger than %d bytes, refused",
+			          CONFIG_MAX_BYTES);
+			goto out;
+		}
+		if (len == cap) {
+			size_t ncap = cap ? cap * 2 : 4096;
+			char *nbuf;
+
+			nbuf = realloc(buf, ncap);
+			if (!nbuf) {
+				rc = fail(&p, -ENOMEM, "out of memory");
+				goto out;
+			}
+			buf = nbuf;
+			cap = ncap;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			fail(&p, rc, "cannot read: %s", strerror(-rc));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	rc = config_load_buffer(cfg, buf ? buf : "", len, file, err, errlen);
+out:
+	free(buf);
+	(void)close(fd);  /* read-only: nothing to lose on close */
+	return rc;
+}
+
+void
+config_init(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->sysfs_root = strdup("/");
+	/* The struct owns its strings, so the default is allocated too; a
+	 * process that cannot get two bytes at startup cannot run checks. */
+	if (!cfg->sysfs_root)
+		abort();
+	cfg->slots_expected = -1;
+	cfg->pcie_degraded = VERDICT_WARN;
+	cfg->aer_correctable_max = -1;
+	cfg->driver_required = true;
+	cfg->check_timeout_s = 10;
+	cfg->gather_timeout_s = 60;
+}
+
+int
+config_list_add(char ***list, size_t *n, const char *value)
+{
+	char **nlist;
+	char *copy;
+
+	if (!value)
+		return -EINVAL;
+	copy = strdup(value);
+	if (!copy)
+		return -ENOMEM;
+	nlist = realloc(*list, (*n + 1) * sizeof(*nlist));
+	if (!nlist) {
+		free(copy);
+		return -ENOMEM;
+	}
+	nlist[(*n)++] = copy;
+	*list = nlist;
+	return 0;
+}
+
+void
+config_free(struct config *cfg)
+{
+	free(cfg->sysfs_root);
+	free_paths(cfg->paths, cfg->npaths);
+	free_list(cfg->nics, cfg->nnics);
+	free_list(cfg->ib_devices, cfg->nib_devices);
+	memset(cfg, 0, sizeof(*cfg));
+}

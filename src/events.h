@@ -1,0 +1,41 @@
+/*
+ * events.h - the event log: JSON lines, one object per event.
+ *
+ * The schema is in include/vigil.h.  Each event is written with one
+ * write() to a file opened with O_APPEND, so a requeued job appends to the
+ * log of its earlier runs and a reader never sees half a line from us.
+ */
+#ifndef VIGIL_EVENTS_H
+#define VIGIL_EVENTS_H
+
+#include <stddef.h>
+#include <cJSON.h>
+
+struct events;
+
+/* Open (create, append) PATH.  Returns 0 or a negative errno. */
+int events_open(const char *path, struct events **out);
+
+/*
+ * Build one event object (see include/vigil.h).  DETAILS is taken over
+ * (NULL gives an empty object).  Returns NULL on allocation failure.
+ */
+cJSON *events_make(const char *node, int rank, const char *kind,
+                   const char *severity, const char *message, cJSON *details);
+
+/* Format now as "2026-11-20T23:35:08.123Z" into BUF (at least 32 bytes). */
+void events_timestamp(char *buf, size_t len);
+
+/*
+ * Write EVENT (borrowed) as one line.  Returns 0 or a negative errno; on
+ * error the file keeps every earlier event.
+ */
+int events_write(struct events *ev, const cJSON *event);
+
+/* fsync the log.  Returns 0 or a negative errno. */
+int events_sync(struct events *ev);
+
+/* fsync and close; returns the first error seen.  NULL is a no-op. */
+int events_close(struct events *ev);
+
+#endif

@@ -1,1 +1,562 @@
-int main(void) { return 0; }
+/*
+ * main.c - the vigil command: wires the modules together.
+ *
+ *   vigil slots   what discovery found on this node
+ *   vigil check   node health check, alone or gathered under mpirun
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "vigil.h"
+#include "check.h"
+#include "config.h"
+#include "events.h"
+#include "gather.h"
+#include "log.h"
+#include "peer.h"
+#include "slots.h"
+#include "slurm.h"
+#include "topo.h"
+
+static const char usage_text[] =
+"usage: vigil COMMAND [OPTIONS]\n"
+"\n"
+"commands:\n"
+"  slots   show the accelerator slots discovery finds on this node\n"
+"  check   run the node health checks (alone, or on every node under mpirun)\n"
+"  help    show this text; `vigil COMMAND --help` shows a command's options\n"
+"\n"
+"Exit status: 0 healthy, 80 unhealthy, 64 usage error, 78 configuration\n"
+"error, 84 internal error.  See vigil(1) and vigil.conf(5).\n";
+
+static const char slots_usage[] =
+"usage: vigil slots [--json] [--topology FILE.xml]\n"
+"\n"
+"  --json            print one JSON object instead of a table\n"
+"  --topology FILE   read an lstopo XML export instead of this machine\n";
+
+static const char check_usage[] =
+"usage: vigil check [OPTIONS]\n"
+"\n"
+"Healthy: silent, exit 0.  Unhealthy: one line `vigil: CHECK: REASON`,\n"
+"exit 80.  Under mpirun, rank 0 gathers every node's report and prints one\n"
+"consolidated result.\n"
+"\n"
+"  --config FILE       expected values and thresholds (vigil.conf(5))\n"
+"  --sysfs-root DIR    read sysfs and procfs under DIR (default /)\n"
+"  --topology FILE     take the slots from an lstopo XML export\n"
+"  --slots N           expect at least N accelerator slots\n"
+"  --nic IFACE         require network interface IFACE up (repeatable)\n"
+"  --ib DEVICE         require every port of InfiniBand DEVICE active (repeatable)\n"
+"  --path DIR          require DIR present and writable (repeatable)\n"
+"  --timeout SECONDS   cut off a check that blocks (default 10)\n"
+"  --all               run every check instead of stopping at the first failure\n"
+"  --json              print the full report as JSON\n"
+"  --events FILE       append the results as JSON-lines events\n"
+"  --drain             drain this node in Slurm when unhealthy\n"
+"  --undrain           resume this node in Slurm when healthy, if vigil drained it\n"
+"                      (both together: what a HealthCheckProgram wants)\n"
+"  -v, --verbose       also show warnings and diagnostics\n";
+
+static int usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Say what was wrong with the command line; returns the usage exit code. */
+static int
+usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "vigil %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry `vigil %s --help'.\n", cmd);
+	return VIGIL_EXIT_USAGE;
+}
+
+static int
+parse_count(const char *s, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 0 || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int
+parse_seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v > 0) || v > 1e6)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static void
+node_name(char *buf, size_t len)
+{
+	const char *env = getenv("VIGIL_NODE_NAME");
+
+	if (env && *env) {
+		snprintf(buf, len, "%s", env);
+		return;
+	}
+	if (gethostname(buf, len) < 0)
+		snprintf(buf, len, "unknown");
+	buf[len - 1] = '\0';
+}
+
+static int
+discover(const char *topology, struct slot **slots, size_t *nslots)
+{
+	struct topo *t = NULL;
+	int rc;
+
+	rc = topo_load(topology, &t);
+	if (rc < 0) {
+		LOG_ERR("cannot load the topology%s%s: %s",
+		        topology ? " from " : "", topology ? topology : "", strerror(-rc));
+		return rc;
+	}
+	rc = topo_slots(t, slots, nslots);
+	if (rc < 0)
+		LOG_ERR("slot discovery failed: %s", strerror(-rc));
+	topo_free(t);
+	return rc;
+}
+
+static int
+cmd_slots(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "topology", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *topology = NULL;
+	struct slot *slots = NULL;
+	size_t n = 0;
+	bool json = false;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = true; break;
+		case 't': topology = optarg; break;
+		case 'h': fputs(slots_usage, stdout); return VIGIL_EXIT_OK;
+		default: return usage_error("slots", "invalid option");
+		}
+	}
+	if (optind < argc)
+		return usage_error("slots", "unexpected argument '%s'", argv[optind]);
+	if (discover(topology, &slots, &n) < 0)
+		return VIGIL_EXIT_INTERNAL;
+	if (json) {
+		cJSON *o = slots_to_json(slots, n);
+		char *text = o ? cJSON_Print(o) : NULL;
+
+		if (!text) {
+			LOG_ERR("out of memory");
+			rc = VIGIL_EXIT_INTERNAL;
+		} else {
+			printf("%s\n", text);
+			rc = VIGIL_EXIT_OK;
+		}
+		free(text);
+		cJSON_Delete(o);
+	} else {
+		slots_print_table(stdout, slots, n);
+		rc = VIGIL_EXIT_OK;
+	}
+	topo_slots_free(slots, n);
+	if (fflush(stdout) != 0)
+		rc = VIGIL_EXIT_INTERNAL;
+	return rc;
+}
+
+struct check_opts {
+	const char *config;
+	const char *topology;
+	const char *events;
+	bool all, json, drain, undrain, verbose;
+};
+
+/* Flags override the configuration file. */
+static int
+check_parse(int argc, char **argv, struct check_opts *o, struct config *cfg)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "sysfs-root", required_argument, NULL, 'r' },
+		{ "topology", required_argument, NULL, 't' },
+		{ "slots", required_argument, NULL, 's' },
+		{ "nic", required_argument, NULL, 'n' },
+		{ "ib", required_argument, NULL, 'i' },
+		{ "path", required_argument, NULL, 'p' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "events", required_argument, NULL, 'e' },
+		{ "drain", no_argument, NULL, 'D' },
+		{ "undrain", no_argument, NULL, 'U' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	/* Flags are applied after the file, so keep them aside first. */
+	const char *root = NULL, *slots = NULL, *timeout = NULL;
+	char **nics = NULL, **ibs = NULL, **paths = NULL;
+	size_t nnics = 0, nibs = 0, npaths = 0;
+	char err[512];
+	int c, rc = VIGIL_EXIT_USAGE;
+	long v = 0;
+	double t = 0;
+
+	while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': o->config = optarg; break;
+		case 'r': root = optarg; break;
+		case 't': o->topology = optarg; break;
+		case 's': slots = optarg; break;
+		case 'n':
+			if (config_list_add(&nics, &nnics, optarg) < 0)
+				goto oom;
+			break;
+		case 'i':
+			if (config_list_add(&ibs, &nibs, optarg) < 0)
+				goto oom;
+			break;
+		case 'p':
+			if (optarg[0] != '/') {
+				rc = usage_error("check", "--path needs an absolute path, got '%s'", optarg);
+				goto out;
+			}
+			if (config_list_add(&paths, &npaths, optarg) < 0)
+				goto oom;
+			break;
+		case 'T': timeout = optarg; break;
+		case 'a': o->all = true; break;
+		case 'j': o->json = true; break;
+		case 'e': o->events = optarg; break;
+		case 'D': o->drain = true; break;
+		case 'U': o->undrain = true; break;
+		case 'v': o->verbose = true; break;
+		case 'h': fputs(check_usage, stdout); rc = -1; goto out;
+		default: rc = usage_error("check", "invalid option"); goto out;
+		}
+	}
+	if (optind < argc) {
+		rc = usage_error("check", "unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	if (slots && parse_count(slots, 4096, &v) < 0) {
+		rc = usage_error("check", "--slots needs a count from 0 to 4096, got '%s'", slots);
+		goto out;
+	}
+	if (timeout && parse_seconds(timeout, &t) < 0) {
+		rc = usage_error("check", "--timeout needs a positive number of seconds, got '%s'", timeout);
+		goto out;
+	}
+	if (o->config) {
+		rc = config_load_file(cfg, o->config, err, sizeof(err));
+		if (rc < 0) {
+			fprintf(stderr, "vigil: configuration error: %s\n", err);
+			rc = VIGIL_EXIT_CONFIG;
+			goto out;
+		}
+	}
+	if (root) {
+		struct stat st;
+		char *copy;
+
+		if (stat(root, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			rc = usage_error("check", "--sysfs-root needs a directory, got '%s'", root);
+			goto out;
+		}
+		copy = strdup(root);
+
+		if (!copy)
+			goto oom;
+		free(cfg->sysfs_root);
+		cfg->sysfs_root = copy;
+	}
+	if (slots)
+		cfg->slots_expected = (int)v;
+	if (timeout)
+		cfg->check_timeout_s = t;
+	for (size_t i = 0; i < nnics; i++)
+		if (config_list_add(&cfg->nics, &cfg->nnics, nics[i]) < 0)
+			goto oom;
+	for (size_t i = 0; i < nibs; i++)
+		if (config_list_add(&cfg->ib_devices, &cfg->nib_devices, ibs[i]) < 0)
+			goto oom;
+	for (size_t i = 0; i < npaths; i++) {
+		struct config_path *p = realloc(cfg->paths, (cfg->npaths + 1) * sizeof(*p));
+
+		if (!p)
+			goto oom;
+		cfg->paths = p;
+		p = &cfg->paths[cfg->npaths];
+		memset(p, 0, sizeof(*p));
+		p->writable = true;
+		p->path = strdup(paths[i]);
+		if (!p->path)
+			goto oom;
+		cfg->npaths++;
+	}
+	rc = 0;
+	goto out;
+oom:
+	LOG_ERR("out of memory");
+	rc = VIGIL_EXIT_INTERNAL;
+out:
+	for (size_t i = 0; i < nnics; i++)
+		free(nics[i]);
+	for (size_t i = 0; i < nibs; i++)
+		free(ibs[i]);
+	for (size_t i = 0; i < npaths; i++)
+		free(paths[i]);
+	free(nics);
+	free(ibs);
+	free(paths);
+	return rc;
+}
+
+/* Mark or unmark this node in Slurm per its own verdict. */
+static void
+slurm_mark(const struct check_opts *o, const struct check_report *r, const char *error)
+{
+	char node[256], reason[300], err[256] = "";
+	const struct check_result *f = check_report_first(r, VERDICT_FAIL);
+	bool failed = error || f;
+	int rc;
+
+	if (!(o->drain && failed) && !(o->undrain && !failed))
+		return;
+	if (slurm_node_name(node, sizeof(node)) < 0) {
+		LOG_ERR("cannot tell this node's Slurm name");
+		return;
+	}
+	if (failed) {
+		if (f)
+			snprintf(reason, sizeof(reason), "%s: %s", f->name, f->reason);
+		else
+			snprintf(reason, sizeof(reason), "%s", error);
+		rc = slurm_drain(node, reason, 30, err, sizeof(err));
+		if (rc != 0)
+			LOG_ERR("could not drain %s: %s", node,
+			        rc < 0 ? strerror(-rc) : err);
+	} else {
+		rc = slurm_undrain(node, 30, err, sizeof(err));
+		if (rc < 0 || rc > 1)
+			LOG_ERR("could not resume %s: %s", node,
+			        rc < 0 ? strerror(-rc) : err);
+	}
+}
+
+/* Alone (no MPI): NHC's convention, one line per failure or silence. */
+static void
+print_alone(const struct check_opts *o, const struct check_report *r, const char *error)
+{
+	if (error) {
+		printf("vigil: %s\n", error);
+		return;
+	}
+	for (size_t i = 0; i < r->n; i++) {
+		const struct check_result *res = &r->results[i];
+
+		if (res->verdict == VERDICT_FAIL)
+			printf("vigil: %s: %s\n", res->name, res->reason);
+		else if (res->verdict == VERDICT_WARN && o->verbose)
+			printf("vigil: warning: %s: %s\n", res->name, res->reason);
+		else
+			continue;
+		if (!o->all && res->verdict == VERDICT_FAIL)
+			break;
+	}
+}
+
+static int
+cmd_check(int argc, char **argv)
+{
+	struct check_opts o = { 0 };
+	struct config cfg;
+	struct check_report report = { 0 };
+	struct slot *slots = NULL;
+	size_t nslots = 0;
+	struct peer *p = NULL;
+	struct peer_gather *pg = NULL;
+	struct gather g = { 0 };
+	char node[256], error[512] = "";
+	char *payload = NULL;
+	bool complete = true;
+	int rc, exit_code = VIGIL_EXIT_INTERNAL;
+
+	config_init(&cfg);
+	rc = check_parse(argc, argv, &o, &cfg);
+	if (rc != 0) {
+		config_free(&cfg);
+		return rc < 0 ? VIGIL_EXIT_OK : rc;
+	}
+	if (o.verbose)
+		log_set_level(LOG_LEVEL_INFO);
+	node_name(node, sizeof(node));
+	log_set_identity(node, -1);
+
+	/* MPI first: a node whose checks are slow is then a late peer the
+	 * coordinator can time out, rather than one that holds every other
+	 * node inside MPI_Init's exchange.  The timed checks fork after this;
+	 * only Open MPI's openib transport objects to that, and the child
+	 * does no MPI and leaves with _exit(). */
+	rc = peer_init(&argc, &argv, &p);
+	if (rc < 0) {
+		LOG_ERR("MPI initialisation failed");
+		goto out;
+	}
+	log_set_identity(node, peer_is_mpi(p) ? peer_rank(p) : -1);
+
+	rc = discover(o.topology, &slots, &nslots);
+	if (rc < 0) {
+		snprintf(error, sizeof(error), "slots: discovery failed: %s", strerror(-rc));
+	} else {
+		struct check_ctx ctx = {
+			.cfg = &cfg, .slots = slots, .nslots = nslots,
+			/* reports, events and the coordinator name every failure */
+			.all = o.all || o.json || o.events || peer_is_mpi(p),
+		};
+
+		rc = check_run(&ctx, &report);
+		if (rc < 0)
+			snprintf(error, sizeof(error), "cannot run the checks on %s: %s",
+			         cfg.sysfs_root, strerror(-rc));
+	}
+	topo_slots_free(slots, nslots);
+	slurm_mark(&o, &report, error[0] ? error : NULL);
+
+	payload = gather_payload(node, peer_rank(p), &report, error[0] ? error : NULL);
+	if (!payload || peer_gather_start(p, payload, &pg) < 0) {
+		LOG_ERR("cannot send this node's report");
+		goto out;
+	}
+	rc = peer_gather_wait(pg, cfg.gather_timeout_s);
+	if (rc < 0) {
+		LOG_ERR("MPI error while gathering reports");
+		complete = false;
+		goto out;
+	}
+	complete = rc == 1;
+
+	if (peer_rank(p) != 0) {
+		/* The coordinator reports for everyone; this node adds its own
+		 * errors, once, for whoever reads this node's output. */
+		const struct check_result *f = check_report_first(&report, VERDICT_FAIL);
+
+		if (error[0])
+			LOG_ERR("%s", error);
+		else if (f)
+			LOG_ERR("%s: %s", f->name, f->reason);
+		if (!complete) {
+			LOG_ERR("the coordinator did not take this node's report within %.0f s",
+			        cfg.gather_timeout_s);
+			exit_code = error[0] || f ? VIGIL_EXIT_UNHEALTHY : VIGIL_EXIT_INTERNAL;
+		} else {
+			exit_code = VIGIL_EXIT_OK;
+		}
+		goto out;
+	}
+
+	if (gather_init(&g, peer_size(p)) < 0)
+		goto out;
+	for (int r = 0; r < peer_size(p); r++)
+		if (gather_add(&g, r, peer_gather_get(pg, r), cfg.gather_timeout_s) < 0)
+			goto out;
+	gather_consistency(&g);
+
+	if (o.events) {
+		struct events *ev = NULL;
+
+		rc = events_open(o.events, &ev);
+		if (rc == 0)
+			rc = gather_write_events(&g, ev);
+		if (rc == 0)
+			rc = events_close(ev);
+		else
+			(void)events_close(ev);  /* the first error is the one to report */
+		if (rc < 0)
+			LOG_ERR("cannot write events to %s: %s", o.events, strerror(-rc));
+	}
+	if (o.json) {
+		cJSON *j = gather_to_json(&g);
+		char *text = j ? cJSON_Print(j) : NULL;
+
+		if (text)
+			printf("%s\n", text);
+		free(text);
+		cJSON_Delete(j);
+	} else if (peer_is_mpi(p)) {
+		gather_print(stdout, &g, o.verbose);
+	} else {
+		print_alone(&o, &report, error[0] ? error : NULL);
+	}
+	exit_code = gather_failed(&g) ? VIGIL_EXIT_UNHEALTHY : VIGIL_EXIT_OK;
+out:
+	if (fflush(stdout) != 0 && exit_code == VIGIL_EXIT_OK)
+		exit_code = VIGIL_EXIT_INTERNAL;
+	peer_gather_free(pg);
+	free(payload);
+	gather_free(&g);
+	check_report_free(&report);
+	config_free(&cfg);
+	/* MPI_Finalize waits for every rank; a node that never reported may
+	 * be hung, so then leave without it. */
+	peer_finalize(p, complete);
+	return exit_code;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *cmd;
+
+	if (argc < 2) {
+		fputs(usage_text, stderr);
+		return VIGIL_EXIT_USAGE;
+	}
+	cmd = argv[1];
+	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+		printf("vigil %s\n", VIGIL_VERSION);
+		return VIGIL_EXIT_OK;
+	}
+	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+		fputs(usage_text, stdout);
+		return VIGIL_EXIT_OK;
+	}
+	/* Subcommands parse their own options from argv[1] on. */
+	if (strcmp(cmd, "slots") == 0)
+		return cmd_slots(argc - 1, argv + 1);
+	if (strcmp(cmd, "check") == 0)
+		return cmd_check(argc - 1, argv + 1);
+	fprintf(stderr, "vigil: unknown command '%s'\n\n%s", cmd, usage_text);
+	return VIGIL_EXIT_USAGE;
+}

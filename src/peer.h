@@ -1,0 +1,83 @@
+/*
+ * peer.h - the agents' conversation over MPI.
+ *
+ * The only module that calls MPI.  When vigil was not started by an MPI
+ * launcher (Slurm's HealthCheckProgram, a shell) no MPI is initialised and
+ * the peer is a world of one: rank 0, size 1, coordinator.
+ *
+ * Nothing here waits in a blocking MPI call on a peer that may be gone:
+ * exchanges are non-blocking requests driven by *_progress() with a
+ * deadline, so a hung or stopped node costs its peers a timeout, never a
+ * hang.  Functions are not reentrant and must be called from the agent's
+ * one thread.
+ */
+#ifndef VIGIL_PEER_H
+#define VIGIL_PEER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct peer;
+struct peer_gather;
+
+/*
+ * True when the environment shows an MPI launcher started this process
+ * (Open MPI's OMPI_COMM_WORLD_SIZE, PMIx's PMIX_RANK, PMI's PMI_RANK).
+ * VIGIL_MPI=0 or =1 overrides the guess.
+ */
+bool peer_launched(void);
+
+/*
+ * Start MPI when peer_launched(), else make a world of one.  Returns 0 or
+ * a negative errno (-EPROTO when MPI_Init fails).  The caller owns *out.
+ */
+int peer_init(int *argc, char ***argv, struct peer **out);
+
+int peer_rank(const struct peer *p);
+int peer_size(const struct peer *p);
+bool peer_is_mpi(const struct peer *p);
+
+/*
+ * Start gathering one NUL-terminated string from every rank at rank 0.
+ * Every rank calls it once with its own string, which is copied.  Returns
+ * 0 or a negative errno; *out is owned by the caller until
+ * peer_gather_free().
+ */
+int peer_gather_start(struct peer *p, const char *mine, struct peer_gather **out);
+
+/*
+ * Advance the exchange without blocking.  Returns 1 when complete (rank 0:
+ * every string arrived; other ranks: the send completed), 0 while pending,
+ * or a negative errno if MPI reported an error.
+ */
+int peer_gather_progress(struct peer_gather *g);
+
+/*
+ * Rank 0 only: the string from RANK, or NULL if it has not arrived.  The
+ * string stays owned by G.
+ */
+const char *peer_gather_get(const struct peer_gather *g, int rank);
+
+/*
+ * Drive the exchange until complete or until TIMEOUT_S passes, sleeping
+ * about a millisecond between turns.  Returns 1 when complete, 0 on
+ * timeout (rank 0 then holds what arrived), or a negative errno.
+ */
+int peer_gather_wait(struct peer_gather *g, double timeout_s);
+
+/*
+ * Release the exchange.  Requests that never completed are left to MPI
+ * (a send to a coordinator that is gone cannot be taken back); the process
+ * is then expected to exit without peer_finalize(..., true).
+ */
+void peer_gather_free(struct peer_gather *g);
+
+/*
+ * End MPI.  CLEAN true calls MPI_Finalize, which in Open MPI synchronises
+ * with every rank and so must only be called when every peer is known to
+ * be alive; false leaves MPI without finalizing (the launcher then sees the
+ * exit as abnormal, which is the truth).  Frees P.
+ */
+void peer_finalize(struct peer *p, bool clean);
+
+#endif

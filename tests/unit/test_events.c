@@ -1,3 +1,192 @@
+/*
+ * test_events.c - the JSON-lines event log.
+ */
+#include "autoconf.h"
+
 #include "vigil_test.h"
-/* placeholder: replaced by the module's tests */
-int main(void) { return 0; }
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "vigil.h"
+#include "events.h"
+
+struct fixture {
+	char dir[64];
+	char path[128];
+};
+
+static int
+setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "/tmp/vigil-events-XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->path, sizeof(f->path), "%s/events.jsonl", f->dir);
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	unlink(f->path);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+/* Read the file's lines into parsed objects; returns the count. */
+static int
+read_events(const char *path, cJSON **out, int max)
+{
+	char line[8192];
+	FILE *fp = fopen(path, "r");
+	int n = 0;
+
+	assert_non_null(fp);
+	while (fgets(line, sizeof(line), fp)) {
+		size_t len = strlen(line);
+
+		/* every event is exactly one newline-terminated line */
+		assert_true(len > 0 && line[len - 1] == '\n');
+		assert_true(n < max);
+		out[n] = cJSON_Parse(line);
+		assert_non_null(out[n]);
+		n++;
+	}
+	fclose(fp);
+	return n;
+}
+
+static void
+write_one(struct events *ev, const char *node, int rank, const char *msg)
+{
+	cJSON *d = cJSON_CreateObject();
+	cJSON *e;
+
+	cJSON_AddStringToObject(d, "check", "nics");
+	e = events_make(node, rank, VIGIL_EVENT_CHECK, VIGIL_SEVERITY_ERROR, msg, d);
+	assert_non_null(e);
+	assert_int_equal(events_write(ev, e), 0);
+	cJSON_Delete(e);
+}
+
+static void
+test_schema(void **state)
+{
+	struct fixture *f = *state;
+	struct events *ev;
+	cJSON *e[4];
+	const cJSON *t;
+
+	assert_int_equal(events_open(f->path, &ev), 0);
+	write_one(ev, "node02", 2, "nics: eth1 is down\nsecond \"line\"");
+	assert_int_equal(events_close(ev), 0);
+
+	assert_int_equal(read_events(f->path, e, 4), 1);
+	assert_string_equal(cJSON_GetObjectItem(e[0], "node")->valuestring, "node02");
+	assert_int_equal(cJSON_GetObjectItem(e[0], "rank")->valueint, 2);
+	assert_string_equal(cJSON_GetObjectItem(e[0], "kind")->valuestring, "check");
+	assert_string_equal(cJSON_GetObjectItem(e[0], "severity")->valuestring, "error");
+	/* a newline inside a message stays inside its JSON string */
+	assert_string_equal(cJSON_GetObjectItem(e[0], "message")->valuestring,
+	                    "nics: eth1 is down\nsecond \"line\"");
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(e[0], "details"),
+	                                        "check")->valuestring, "nics");
+	t = cJSON_GetObjectItem(e[0], "time");
+	assert_true(cJSON_IsString(t));
+	/* 2026-11-20T23:35:08.123Z */
+	assert_int_equal(strlen(t->valuestring), 24);
+	assert_int_equal(t->valuestring[10], 'T');
+	assert_int_equal(t->valuestring[19], '.');
+	assert_int_equal(t->valuestring[23], 'Z');
+	cJSON_Delete(e[0]);
+}
+
+static void
+test_appends(void **state)
+{
+	struct fixture *f = *state;
+	struct events *ev;
+	cJSON *e[4];
+
+	/* a requeued job appends to the log of its earlier run */
+	assert_int_equal(events_open(f->path, &ev), 0);
+	write_one(ev, "a", 0, "first");
+	assert_int_equal(events_close(ev), 0);
+	assert_int_equal(events_open(f->path, &ev), 0);
+	write_one(ev, "b", 1, "second");
+	write_one(ev, "c", 2, "third");
+	assert_int_equal(events_close(ev), 0);
+
+	assert_int_equal(read_events(f->path, e, 4), 3);
+	assert_string_equal(cJSON_GetObjectItem(e[0], "message")->valuestring, "first");
+	assert_string_equal(cJSON_GetObjectItem(e[2], "message")->valuestring, "third");
+	for (int i = 0; i < 3; i++)
+		cJSON_Delete(e[i]);
+}
+
+static void
+test_open_errors(void **state)
+{
+	struct fixture *f = *state;
+	struct events *ev = (struct events *)0x1;
+	char path[160];
+
+	snprintf(path, sizeof(path), "%s/no/such/dir/events", f->dir);
+	assert_int_equal(events_open(path, &ev), -ENOENT);
+	assert_null(ev);
+	/* a directory is not a log */
+	assert_int_equal(events_open(f->dir, &ev), -EISDIR);
+	assert_int_equal(events_close(NULL), 0);
+}
+
+static void
+test_pipe_log(void **state)
+{
+	struct events *ev;
+	int fds[2];
+	char path[64], buf[512];
+	ssize_t n;
+
+	(void)state;
+	/* --events /dev/stdout: a pipe cannot be fsynced, and need not be */
+	assert_int_equal(pipe(fds), 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[1]);
+	assert_int_equal(events_open(path, &ev), 0);
+	write_one(ev, "p", 0, "to a pipe");
+	assert_int_equal(events_close(ev), 0);
+	close(fds[1]);
+	n = read(fds[0], buf, sizeof(buf) - 1);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_non_null(strstr(buf, "\"to a pipe\""));
+	assert_int_equal(buf[n - 1], '\n');
+	close(fds[0]);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_schema, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_appends, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
+		cmocka_unit_test(test_pipe_log),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,44 @@
+#!/bin/bash
+# bench_check.sh - wall time of `vigil check`, alone and gathered under
+# mpirun, each as a ratio to a baseline measured in the same run:
+#   alone:        vigil check            vs  /bin/true (a process start)
+#   gathered, N:  mpirun -np N vigil check  vs  mpirun -np N true
+# Medians of REPS runs (default 5).  Machines here are shared and noisy,
+# so only the ratios are worth comparing across runs.
+#
+# Usage: tests/bench/bench_check.sh [VIGIL]   (default ./vigil)
+set -euo pipefail
+
+vigil=$(realpath "${1:-./vigil}")
+reps=${REPS:-5}
+ranks=${RANKS:-"1 2 4 8"}
+mpirun=${MPIRUN:-mpirun}
+if [ "$(id -u)" = 0 ]; then
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+
+# median_ms CMD...: median wall time of REPS runs, in milliseconds.
+median_ms() {
+	local i t0 t1 times=()
+	for ((i = 0; i < reps; i++)); do
+		t0=$(date +%s%N)
+		"$@" >/dev/null 2>&1 || { echo "command failed: $*" >&2; exit 1; }
+		t1=$(date +%s%N)
+		times+=($(( (t1 - t0) / 1000 )))
+	done
+	printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+
+echo "# vigil check wall time, median of $reps runs ($(nproc) cores, $(date -u +%Y-%m-%d))"
+printf '%-28s %12s %12s %8s\n' "case" "vigil ms" "baseline ms" "ratio"
+b=$(median_ms /bin/true)
+v=$(median_ms "$vigil" check)
+printf '%-28s %12s %12s %8s\n' "alone (vs true)" "$v" "$b" "$(ratio "$v" "$b")"
+for n in $ranks; do
+	b=$(median_ms "$mpirun" --oversubscribe --bind-to none -np "$n" true)
+	v=$(median_ms "$mpirun" --oversubscribe --bind-to none -np "$n" "$vigil" check)
+	printf '%-28s %12s %12s %8s\n' "mpirun -np $n (vs true)" "$v" "$b" "$(ratio "$v" "$b")"
+done

@@ -1,0 +1,103 @@
+# lib.sh - shared helpers for vigil's integration tests (sourced).
+#
+# Environment from tests/Makefile.inc: VIGIL (the binary), TOPO_DIR,
+# TESTS_SRCDIR, MPIRUN.  Each test makes its own scratch directory and
+# removes it on exit.
+
+set -u
+
+: "${VIGIL:?VIGIL must name the vigil binary}"
+: "${TOPO_DIR:?TOPO_DIR must name tests/data/topo}"
+
+# Two Tesla P100 boards at these PCI addresses (LLNL Pascal node).
+PASCAL="$TOPO_DIR/mpibind-cts1-pascal.xml"
+PASCAL_GPUS="0000:04:00.0 0000:07:00.0"
+
+SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/vigil-it.XXXXXX")
+cleanup_scratch() { rm -rf "$SCRATCH"; }
+trap cleanup_scratch EXIT
+
+# Open MPI refuses root unless told; CI runs as root.
+if [ "$(id -u)" = 0 ]; then
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+# Keep Open MPI to this host's shared memory and loopback, quietly.
+export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo \
+       OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_rmaps_base_oversubscribe=1
+
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+
+# expect_eq WHAT EXPECTED ACTUAL
+expect_eq() {
+	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: expected [$2], got [$3]"; fi
+}
+
+# expect_match WHAT REGEX TEXT
+expect_match() {
+	if printf '%s\n' "$3" | grep -Eq -- "$2"; then pass "$1"
+	else fail "$1: [$3] does not match /$2/"; fi
+}
+
+# expect_no_match WHAT REGEX TEXT
+expect_no_match() {
+	if printf '%s\n' "$3" | grep -Eq -- "$2"; then fail "$1: [$3] matches /$2/"
+	else pass "$1"; fi
+}
+
+# finish: exit 1 if anything failed.
+finish() {
+	if [ "$failures" -ne 0 ]; then
+		echo "$failures failure(s)" >&2
+		exit 1
+	fi
+	exit 0
+}
+
+# make_root DIR: a healthy node's /sys, /proc and /dev/shm for the Pascal
+# topology: both GPUs present at full PCIe gen3 x16 with the nvidia driver
+# bound and no AER errors, NVIDIA driver 535.104.05, eth1 up at 100 Gb/s,
+# mlx5_0 port 1 active at 100 Gb/s, two NUMA nodes with 60 GB free each.
+make_root() {
+	local r=$1 id d n
+	mkdir -p "$r/sys/bus/pci/drivers/nvidia" "$r/proc/driver/nvidia" "$r/dev/shm"
+	for id in $PASCAL_GPUS; do
+		d="$r/sys/bus/pci/devices/$id"
+		mkdir -p "$d"
+		echo "8.0 GT/s PCIe" > "$d/current_link_speed"
+		echo "8.0 GT/s PCIe" > "$d/max_link_speed"
+		echo 16 > "$d/current_link_width"
+		echo 16 > "$d/max_link_width"
+		printf 'RxErr 0\nBadTLP 0\nTOTAL_ERR_COR 0\n' > "$d/aer_dev_correctable"
+		printf 'Undefined 0\nTOTAL_ERR_NONFATAL 0\n' > "$d/aer_dev_nonfatal"
+		printf 'Undefined 0\nTOTAL_ERR_FATAL 0\n' > "$d/aer_dev_fatal"
+		ln -s ../../../bus/pci/drivers/nvidia "$d/driver"
+	done
+	printf 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n' \
+		> "$r/proc/driver/nvidia/version"
+	d="$r/sys/class/net/eth1"
+	mkdir -p "$d"
+	echo up > "$d/operstate"; echo 1 > "$d/carrier"; echo 100000 > "$d/speed"
+	d="$r/sys/class/infiniband/mlx5_0/ports/1"
+	mkdir -p "$d/counters"
+	echo "4: ACTIVE" > "$d/state"; echo "5: LinkUp" > "$d/phys_state"
+	echo "100 Gb/sec (4X EDR)" > "$d/rate"
+	echo 0 > "$d/counters/link_downed"; echo 0 > "$d/counters/symbol_error"
+	for n in 0 1; do
+		d="$r/sys/devices/system/node/node$n"
+		mkdir -p "$d"
+		printf 'Node %s MemTotal:       65536000 kB\nNode %s MemFree:        62914560 kB\nNode %s MemUsed:         2621440 kB\n' \
+			"$n" "$n" "$n" > "$d/meminfo"
+	done
+}
+
+# The flags that describe the Pascal node to `vigil check`.
+pascal_flags() {
+	echo "--topology $PASCAL --slots 2 --nic eth1 --ib mlx5_0"
+}
+
+# mpirun with the flags these tests need on one machine.
+run_mpi() {
+	"${MPIRUN:-mpirun}" --oversubscribe --bind-to none "$@"
+}

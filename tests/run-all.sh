@@ -1,0 +1,84 @@
+#!/bin/bash
+# run-all.sh - vigil's whole test suite: build with warnings as errors,
+# unit and integration tests (mpirun with several ranks), make distcheck,
+# the unit tests again under AddressSanitizer/UBSan and under valgrind, and
+# a short fuzzing run of the configuration parser.  Fails if any test was
+# skipped: everything here is something vigil relies on.
+#
+# Usage: tests/run-all.sh            (from a source checkout)
+# Env:   JOBS (default 2), FUZZ_SECONDS (default 30)
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+jobs=${JOBS:-2}
+fuzz_seconds=${FUZZ_SECONDS:-30}
+
+if [ "$(id -u)" = 0 ]; then
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+step() { printf '\n==== %s\n' "$*"; }
+
+# show_logs DIR: print the logs of failed tests, so CI output says why.
+show_logs() {
+	local log
+	for log in $(find "$1" -name '*.log' ! -name 'test-suite.log' ! -name config.log); do
+		if grep -qE '^(FAIL|ERROR|XPASS)' "${log%.log}.trs" 2>/dev/null; then
+			echo "---- $log"; tail -n 80 "$log"
+		fi
+	done
+}
+
+# no_skips DIR: a skipped test in this suite is a failure.
+no_skips() {
+	local skipped
+	skipped=$(grep -l '^:test-result: SKIP' $(find "$1" -name '*.trs') 2>/dev/null || true)
+	if [ -n "$skipped" ]; then
+		echo "tests were skipped (not allowed here):" >&2
+		echo "$skipped" >&2
+		return 1
+	fi
+}
+
+step "bootstrap"
+autoreconf -fi
+
+step "build and test (warnings are errors)"
+rm -rf build-ci && mkdir build-ci && cd build-ci
+../configure --enable-werror --enable-unit-tests
+make -j"$jobs"
+make -j"$jobs" check || { show_logs .; exit 1; }
+no_skips .
+cd "$top"
+
+step "distcheck"
+cd build-ci
+make -j"$jobs" distcheck || { show_logs .; exit 1; }
+cd "$top"
+
+step "unit tests under AddressSanitizer and UndefinedBehaviorSanitizer"
+rm -rf build-asan && mkdir build-asan && cd build-asan
+../configure --enable-sanitizers=address,undefined --enable-unit-tests --enable-werror
+make -j"$jobs"
+unit=$(make -s print-unit-tests)
+make -j"$jobs" check TESTS="$unit" || { show_logs .; exit 1; }
+no_skips .
+cd "$top"
+
+step "unit tests under valgrind"
+cd build-ci
+for t in $(make -s print-unit-tests); do
+	echo "valgrind $t"
+	valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+		--suppressions="$top/tests/valgrind.supp" "./$t" > "$t.valgrind.log" 2>&1 \
+		|| { cat "$t.valgrind.log"; exit 1; }
+done
+cd "$top"
+
+step "fuzzing the configuration parser for ${fuzz_seconds}s"
+cd build-ci
+make fuzz FUZZ_SECONDS="$fuzz_seconds"
+cd "$top"
+
+step "all passed"
