@@ -49,6 +49,19 @@ enum vigil_exit {
 #define VIGIL_EVENT_CONSISTENCY "consistency" /* nodes disagree (slots, driver) */
 #define VIGIL_EVENT_NODE_LOST   "node_lost"   /* a node did not report in time */
 #define VIGIL_EVENT_VERDICT     "verdict"     /* the job-wide go/no-go */
+#define VIGIL_EVENT_LAUNCH      "launch"      /* a node started its training */
+#define VIGIL_EVENT_EXIT        "exit"        /* a node's training ended */
+#define VIGIL_EVENT_JOB         "job"         /* the job ended: state and status */
+
+/*
+ * Job states, as training platforms name them; the final report and the
+ * "job" event carry one.  ("queued" belongs to the batch system.)
+ */
+#define VIGIL_STATE_RUNNING   "running"
+#define VIGIL_STATE_SUCCEEDED "succeeded"
+#define VIGIL_STATE_ERROR     "error"
+#define VIGIL_STATE_STOPPED   "stopped"  /* ended by a signal to the agents (cancel) */
+#define VIGIL_STATE_EXPIRED   "expired"  /* ended by the time limit */
 
 #define VIGIL_SEVERITY_INFO    "info"
 #define VIGIL_SEVERITY_WARNING "warning"

@@ -4,6 +4,7 @@
 #include "autoconf.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,13 +58,52 @@ log_msg(enum log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line + len, sizeof(line) - (size_t)len, fmt, ap);
 	va_end(ap);
-	/* One fputs of a whole line: stderr is unbuffered, so this keeps the
-	 * line in one write and unmixed with other processes' lines. */
 	len = (int)strlen(line);
 	if (len > 0 && line[len - 1] != '\n' && (size_t)len + 1 < sizeof(line)) {
 		line[len++] = '\n';
 		line[len] = '\0';
 	}
-	fputs(line, stderr);
+	log_write(line, (size_t)len);
+	errno = saved;
+}
+
+void
+log_write(const char *text, size_t len)
+{
+	size_t off = 0;
+
+	/* One write() for the whole line keeps it unmixed with other
+	 * processes' lines.  `vigil run` makes stderr non-blocking to pass
+	 * the training's output through, so wait (briefly) for room rather
+	 * than lose a diagnostic. */
+	while (off < len) {
+		ssize_t w = write(STDERR_FILENO, text + off, len - off);
+
+		if (w >= 0) {
+			off += (size_t)w;
+		} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			struct pollfd pfd = { .fd = STDERR_FILENO, .events = POLLOUT };
+
+			if (poll(&pfd, 1, 1000) <= 0)
+				return;  /* nobody reads stderr: give up on this line */
+		} else if (errno != EINTR) {
+			return;
+		}
+	}
+}
+
+void
+log_say(const char *fmt, ...)
+{
+	char text[4096];
+	int saved = errno;
+	int len;
+	va_list ap;
+
+	va_start(ap, fmt);
+	len = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (len > 0)
+		log_write(text, (size_t)len < sizeof(text) ? (size_t)len : sizeof(text) - 1);
 	errno = saved;
 }

@@ -9,6 +9,8 @@
 #ifndef VIGIL_LOG_H
 #define VIGIL_LOG_H
 
+#include <stddef.h>
+
 enum log_level { LOG_LEVEL_ERR = 0, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
 
 /* Name the node and rank that prefix every line; rank < 0 omits it. */
@@ -18,6 +20,16 @@ enum log_level log_get_level(void);
 
 void log_msg(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/*
+ * Write TEXT to stderr as it is (for the agent's own messages that are
+ * not diagnostics), in one write when possible, waiting up to a second
+ * for room when stderr is a full non-blocking pipe.
+ */
+void log_write(const char *text, size_t len);
+
+/* log_write() of a formatted message. */
+void log_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #define LOG_ERR(...)   log_msg(LOG_LEVEL_ERR, __VA_ARGS__)
 #define LOG_WARN(...)  log_msg(LOG_LEVEL_WARN, __VA_ARGS__)

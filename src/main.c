@@ -22,7 +22,11 @@
 #include "events.h"
 #include "gather.h"
 #include "log.h"
+#include "cmdline.h"
+#include "modes.h"
 #include "peer.h"
+#include "run.h"
+#include "sig.h"
 #include "slots.h"
 #include "slurm.h"
 #include "topo.h"
@@ -31,12 +35,43 @@ static const char usage_text[] =
 "usage: vigil COMMAND [OPTIONS]\n"
 "\n"
 "commands:\n"
+"  run     pre-check, then launch and supervise the training on every node\n"
 "  slots   show the accelerator slots discovery finds on this node\n"
 "  check   run the node health checks (alone, or on every node under mpirun)\n"
 "  help    show this text; `vigil COMMAND --help` shows a command's options\n"
 "\n"
-"Exit status: 0 healthy, 80 unhealthy, 64 usage error, 78 configuration\n"
-"error, 84 internal error.  See vigil(1) and vigil.conf(5).\n";
+"Exit status: run: the training's own status (128+N for signal N, 126/127\n"
+"when it cannot be executed); check: 0 healthy, 80 unhealthy; any: 64 usage\n"
+"error, 78 configuration error, 84 internal error.  See vigil(1).\n";
+
+static const char run_usage[] =
+"usage: mpirun --map-by ppr:1:node vigil run [OPTIONS] -- COMMAND [ARGS...]\n"
+"\n"
+"Pre-check every node, then start COMMAND on every node with the chosen\n"
+"mode's environment, pass its output through, forward signals, and end the\n"
+"job with one status when the training ends or fails anywhere.\n"
+"\n"
+"  --mode MODE         pytorch (default), deepspeed, horovod, tensorflow, single\n"
+"  --precheck LEVEL    no-go on: fail (default), warn, or off (no pre-check)\n"
+"  --grace SECONDS     from TERM to KILL when stopping the training (default 30)\n"
+"  --forward SIG=SIG   deliver a signal to the training as another (e.g. USR1=USR2)\n"
+"  --master-addr ADDR  MASTER_ADDR (default: the coordinator's address)\n"
+"  --master-port PORT  MASTER_PORT (default: a free port on the coordinator)\n"
+"  --ps N              tensorflow: N parameter servers (default 0: AllReduce)\n"
+"  --tf-port PORT      tensorflow: each task's port (default 2222)\n"
+"  --run-dir DIR       where hostfiles go (default $TMPDIR/vigil.JOB)\n"
+"  --hostfile PATH     deepspeed/horovod hostfile (default RUN-DIR/hostfile)\n"
+"  --mpich-hostfile PATH  horovod MPICH hostfile (default RUN-DIR/mpich_hostfile)\n"
+"  --tag-output        prefix every line of output with [NODE:RANK]\n"
+"  --output WHO        all (default): every node's stdout; coordinator: rank 0's only\n"
+"                      (stderr from every node is always shown)\n"
+"  --report FILE       the coordinator writes the job's final report (JSON)\n"
+"  --events FILE       the coordinator appends events (JSON lines)\n"
+"  --dry-run           print each node's environment, files and command; run nothing\n"
+"  -v, --verbose       diagnostics\n"
+"\n"
+"Pre-check options (as for `vigil check`): --config, --sysfs-root, --topology,\n"
+"--slots, --nic, --ib, --path, --timeout.\n";
 
 static const char slots_usage[] =
 "usage: vigil slots [--json] [--topology FILE.xml]\n"
@@ -195,26 +230,142 @@ cmd_slots(int argc, char **argv)
 	return rc;
 }
 
+/*
+ * Flags that describe what a healthy node looks like, shared by `check`
+ * and `run` (its pre-check).  Kept aside while parsing, then applied over
+ * the configuration file, which they override.
+ */
+struct check_flags {
+	const char *config, *root, *topology, *slots, *timeout;
+	char **nics, **ibs, **paths;
+	size_t nnics, nibs, npaths;
+};
+
+#define CHECK_FLAG_OPTIONS \
+	{ "config", required_argument, NULL, 'c' }, \
+	{ "sysfs-root", required_argument, NULL, 'r' }, \
+	{ "topology", required_argument, NULL, 't' }, \
+	{ "slots", required_argument, NULL, 's' }, \
+	{ "nic", required_argument, NULL, 'n' }, \
+	{ "ib", required_argument, NULL, 'i' }, \
+	{ "path", required_argument, NULL, 'p' }, \
+	{ "timeout", required_argument, NULL, 'T' }
+
+/*
+ * Take option C if it is a check flag: returns 1 when taken, 0 when not
+ * one of them, or an exit status (> 1) on a bad value.
+ */
+static int
+check_flag(const char *cmd, int c, const char *arg, struct check_flags *f)
+{
+	switch (c) {
+	case 'c': f->config = arg; return 1;
+	case 'r': f->root = arg; return 1;
+	case 't': f->topology = arg; return 1;
+	case 's': f->slots = arg; return 1;
+	case 'T': f->timeout = arg; return 1;
+	case 'n':
+		return config_list_add(&f->nics, &f->nnics, arg) < 0 ? VIGIL_EXIT_INTERNAL : 1;
+	case 'i':
+		return config_list_add(&f->ibs, &f->nibs, arg) < 0 ? VIGIL_EXIT_INTERNAL : 1;
+	case 'p':
+		if (arg[0] != '/')
+			return usage_error(cmd, "--path needs an absolute path, got '%s'", arg);
+		return config_list_add(&f->paths, &f->npaths, arg) < 0 ? VIGIL_EXIT_INTERNAL : 1;
+	default:
+		return 0;
+	}
+}
+
+static void
+check_flags_free(struct check_flags *f)
+{
+	for (size_t i = 0; i < f->nnics; i++)
+		free(f->nics[i]);
+	for (size_t i = 0; i < f->nibs; i++)
+		free(f->ibs[i]);
+	for (size_t i = 0; i < f->npaths; i++)
+		free(f->paths[i]);
+	free(f->nics);
+	free(f->ibs);
+	free(f->paths);
+}
+
+/*
+ * Load the configuration file, then lay the flags over it.  Returns 0 or
+ * an exit status: usage (bad flag value), config (bad file), internal.
+ */
+static int
+check_flags_apply(const char *cmd, const struct check_flags *f, struct config *cfg)
+{
+	char err[512];
+	long v = 0;
+	double t = 0;
+
+	if (f->slots && parse_count(f->slots, 4096, &v) < 0)
+		return usage_error(cmd, "--slots needs a count from 0 to 4096, got '%s'", f->slots);
+	if (f->timeout && parse_seconds(f->timeout, &t) < 0)
+		return usage_error(cmd, "--timeout needs a positive number of seconds, got '%s'", f->timeout);
+	if (f->root) {
+		struct stat st;
+
+		if (stat(f->root, &st) < 0 || !S_ISDIR(st.st_mode))
+			return usage_error(cmd, "--sysfs-root needs a directory, got '%s'", f->root);
+	}
+	if (f->config && config_load_file(cfg, f->config, err, sizeof(err)) < 0) {
+		fprintf(stderr, "vigil: configuration error: %s\n", err);
+		return VIGIL_EXIT_CONFIG;
+	}
+	if (f->root) {
+		char *copy = strdup(f->root);
+
+		if (!copy)
+			goto oom;
+		free(cfg->sysfs_root);
+		cfg->sysfs_root = copy;
+	}
+	if (f->slots)
+		cfg->slots_expected = (int)v;
+	if (f->timeout)
+		cfg->check_timeout_s = t;
+	for (size_t i = 0; i < f->nnics; i++)
+		if (config_list_add(&cfg->nics, &cfg->nnics, f->nics[i]) < 0)
+			goto oom;
+	for (size_t i = 0; i < f->nibs; i++)
+		if (config_list_add(&cfg->ib_devices, &cfg->nib_devices, f->ibs[i]) < 0)
+			goto oom;
+	for (size_t i = 0; i < f->npaths; i++) {
+		struct config_path *p = realloc(cfg->paths, (cfg->npaths + 1) * sizeof(*p));
+
+		if (!p)
+			goto oom;
+		cfg->paths = p;
+		p = &cfg->paths[cfg->npaths];
+		memset(p, 0, sizeof(*p));
+		p->writable = true;
+		p->path = strdup(f->paths[i]);
+		if (!p->path)
+			goto oom;
+		cfg->npaths++;
+	}
+	return 0;
+oom:
+	LOG_ERR("out of memory");
+	return VIGIL_EXIT_INTERNAL;
+}
+
 struct check_opts {
-	const char *config;
 	const char *topology;
 	const char *events;
 	bool all, json, drain, undrain, verbose;
 };
 
-/* Flags override the configuration file. */
+/* Returns 0, -1 after --help, or an exit status. */
 static int
 check_parse(int argc, char **argv, struct check_opts *o, struct config *cfg)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "sysfs-root", required_argument, NULL, 'r' },
-		{ "topology", required_argument, NULL, 't' },
-		{ "slots", required_argument, NULL, 's' },
-		{ "nic", required_argument, NULL, 'n' },
-		{ "ib", required_argument, NULL, 'i' },
-		{ "path", required_argument, NULL, 'p' },
-		{ "timeout", required_argument, NULL, 'T' },
+		CHECK_FLAG_OPTIONS,
 		{ "all", no_argument, NULL, 'a' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "events", required_argument, NULL, 'e' },
@@ -224,38 +375,16 @@ check_parse(int argc, char **argv, struct check_opts *o, struct config *cfg)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	/* Flags are applied after the file, so keep them aside first. */
-	const char *root = NULL, *slots = NULL, *timeout = NULL;
-	char **nics = NULL, **ibs = NULL, **paths = NULL;
-	size_t nnics = 0, nibs = 0, npaths = 0;
-	char err[512];
-	int c, rc = VIGIL_EXIT_USAGE;
-	long v = 0;
-	double t = 0;
+	struct check_flags f = { 0 };
+	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+		rc = check_flag("check", c, optarg, &f);
+		if (rc == 1)
+			continue;
+		if (rc > 1)
+			goto out;
 		switch (c) {
-		case 'c': o->config = optarg; break;
-		case 'r': root = optarg; break;
-		case 't': o->topology = optarg; break;
-		case 's': slots = optarg; break;
-		case 'n':
-			if (config_list_add(&nics, &nnics, optarg) < 0)
-				goto oom;
-			break;
-		case 'i':
-			if (config_list_add(&ibs, &nibs, optarg) < 0)
-				goto oom;
-			break;
-		case 'p':
-			if (optarg[0] != '/') {
-				rc = usage_error("check", "--path needs an absolute path, got '%s'", optarg);
-				goto out;
-			}
-			if (config_list_add(&paths, &npaths, optarg) < 0)
-				goto oom;
-			break;
-		case 'T': timeout = optarg; break;
 		case 'a': o->all = true; break;
 		case 'j': o->json = true; break;
 		case 'e': o->events = optarg; break;
@@ -270,76 +399,10 @@ check_parse(int argc, char **argv, struct check_opts *o, struct config *cfg)
 		rc = usage_error("check", "unexpected argument '%s'", argv[optind]);
 		goto out;
 	}
-	if (slots && parse_count(slots, 4096, &v) < 0) {
-		rc = usage_error("check", "--slots needs a count from 0 to 4096, got '%s'", slots);
-		goto out;
-	}
-	if (timeout && parse_seconds(timeout, &t) < 0) {
-		rc = usage_error("check", "--timeout needs a positive number of seconds, got '%s'", timeout);
-		goto out;
-	}
-	if (o->config) {
-		rc = config_load_file(cfg, o->config, err, sizeof(err));
-		if (rc < 0) {
-			fprintf(stderr, "vigil: configuration error: %s\n", err);
-			rc = VIGIL_EXIT_CONFIG;
-			goto out;
-		}
-	}
-	if (root) {
-		struct stat st;
-		char *copy;
-
-		if (stat(root, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			rc = usage_error("check", "--sysfs-root needs a directory, got '%s'", root);
-			goto out;
-		}
-		copy = strdup(root);
-
-		if (!copy)
-			goto oom;
-		free(cfg->sysfs_root);
-		cfg->sysfs_root = copy;
-	}
-	if (slots)
-		cfg->slots_expected = (int)v;
-	if (timeout)
-		cfg->check_timeout_s = t;
-	for (size_t i = 0; i < nnics; i++)
-		if (config_list_add(&cfg->nics, &cfg->nnics, nics[i]) < 0)
-			goto oom;
-	for (size_t i = 0; i < nibs; i++)
-		if (config_list_add(&cfg->ib_devices, &cfg->nib_devices, ibs[i]) < 0)
-			goto oom;
-	for (size_t i = 0; i < npaths; i++) {
-		struct config_path *p = realloc(cfg->paths, (cfg->npaths + 1) * sizeof(*p));
-
-		if (!p)
-			goto oom;
-		cfg->paths = p;
-		p = &cfg->paths[cfg->npaths];
-		memset(p, 0, sizeof(*p));
-		p->writable = true;
-		p->path = strdup(paths[i]);
-		if (!p->path)
-			goto oom;
-		cfg->npaths++;
-	}
-	rc = 0;
-	goto out;
-oom:
-	LOG_ERR("out of memory");
-	rc = VIGIL_EXIT_INTERNAL;
+	o->topology = f.topology;
+	rc = check_flags_apply("check", &f, cfg);
 out:
-	for (size_t i = 0; i < nnics; i++)
-		free(nics[i]);
-	for (size_t i = 0; i < nibs; i++)
-		free(ibs[i]);
-	for (size_t i = 0; i < npaths; i++)
-		free(paths[i]);
-	free(nics);
-	free(ibs);
-	free(paths);
+	check_flags_free(&f);
 	return rc;
 }
 
@@ -534,6 +597,167 @@ out:
 	return exit_code;
 }
 
+static int
+parse_forward(const char *arg, struct run_forward *f)
+{
+	char from[32], *eq;
+
+	snprintf(from, sizeof(from), "%s", arg);
+	eq = strchr(from, '=');
+	if (!eq)
+		return -EINVAL;
+	*eq = '\0';
+	if (sig_parse(from, &f->from) < 0 || sig_parse(eq + 1, &f->to) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+/* Returns 0, -1 after --help, or an exit status. */
+static int
+run_parse(int argc, char **argv, struct run_opts *o, struct config *cfg)
+{
+	static const struct option opts[] = {
+		CHECK_FLAG_OPTIONS,
+		{ "mode", required_argument, NULL, 'm' },
+		{ "precheck", required_argument, NULL, 'P' },
+		{ "grace", required_argument, NULL, 'g' },
+		{ "forward", required_argument, NULL, 'f' },
+		{ "master-addr", required_argument, NULL, 'A' },
+		{ "master-port", required_argument, NULL, 'M' },
+		{ "ps", required_argument, NULL, 'S' },
+		{ "tf-port", required_argument, NULL, 'F' },
+		{ "run-dir", required_argument, NULL, 'R' },
+		{ "hostfile", required_argument, NULL, 'H' },
+		{ "mpich-hostfile", required_argument, NULL, 'I' },
+		{ "tag-output", no_argument, NULL, 'o' },
+		{ "output", required_argument, NULL, 'O' },
+		{ "report", required_argument, NULL, 'w' },
+		{ "events", required_argument, NULL, 'e' },
+		{ "dry-run", no_argument, NULL, 'd' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct check_flags f = { 0 };
+	char err[1024];
+	long v;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+		rc = check_flag("run", c, optarg, &f);
+		if (rc == 1)
+			continue;
+		if (rc > 1)
+			goto out;
+		switch (c) {
+		case 'm':
+			if (mode_parse(optarg, &o->mode) < 0) {
+				rc = usage_error("run", "--mode must be pytorch, deepspeed, horovod, tensorflow or single, got '%s'", optarg);
+				goto out;
+			}
+			break;
+		case 'P':
+			if (strcmp(optarg, "off") == 0) {
+				o->precheck = false;
+			} else if (strcmp(optarg, "fail") == 0 || strcmp(optarg, "warn") == 0) {
+				o->precheck = true;
+				o->precheck_level = optarg[0] == 'f' ? VERDICT_FAIL : VERDICT_WARN;
+			} else {
+				rc = usage_error("run", "--precheck must be fail, warn or off, got '%s'", optarg);
+				goto out;
+			}
+			break;
+		case 'g':
+			if (parse_seconds(optarg, &o->grace_s) < 0) {
+				rc = usage_error("run", "--grace needs a positive number of seconds, got '%s'", optarg);
+				goto out;
+			}
+			break;
+		case 'f':
+			if (o->nforward == (int)(sizeof(o->forward) / sizeof(o->forward[0])) ||
+			    parse_forward(optarg, &o->forward[o->nforward]) < 0) {
+				rc = usage_error("run", "--forward needs SIGNAL=SIGNAL (e.g. USR1=USR2), at most 8, got '%s'", optarg);
+				goto out;
+			}
+			o->nforward++;
+			break;
+		case 'A': o->master_addr = optarg; break;
+		case 'M':
+		case 'F':
+			if (parse_count(optarg, 65535, &v) < 0 || v == 0) {
+				rc = usage_error("run", "%s needs a port from 1 to 65535, got '%s'",
+				                 c == 'M' ? "--master-port" : "--tf-port", optarg);
+				goto out;
+			}
+			if (c == 'M')
+				o->master_port = (int)v;
+			else
+				o->tf_port = (int)v;
+			break;
+		case 'S':
+			if (parse_count(optarg, 4096, &v) < 0) {
+				rc = usage_error("run", "--ps needs a count, got '%s'", optarg);
+				goto out;
+			}
+			o->ps = (int)v;
+			break;
+		case 'R': o->run_dir = optarg; break;
+		case 'H': o->hostfile = optarg; break;
+		case 'I': o->mpich_hostfile = optarg; break;
+		case 'o': o->tag_output = true; break;
+		case 'O':
+			if (strcmp(optarg, "all") != 0 && strcmp(optarg, "coordinator") != 0) {
+				rc = usage_error("run", "--output must be all or coordinator, got '%s'", optarg);
+				goto out;
+			}
+			o->output_all = optarg[0] == 'a';
+			break;
+		case 'w': o->report = optarg; break;
+		case 'e': o->events = optarg; break;
+		case 'd': o->dry_run = true; break;
+		case 'v': o->verbose = true; break;
+		case 'h': fputs(run_usage, stdout); rc = -1; goto out;
+		default: rc = usage_error("run", "invalid option"); goto out;
+		}
+	}
+	if (optind >= argc) {
+		rc = usage_error("run", "no command: give it after --, e.g. vigil run -- python3 train.py");
+		goto out;
+	}
+	if (cmdline_check(argc - optind, argv + optind, &o->cmd, err, sizeof(err)) < 0) {
+		fprintf(stderr, "vigil run: %s\n", err);
+		rc = VIGIL_EXIT_USAGE;
+		goto out;
+	}
+	o->topology = f.topology;
+	rc = check_flags_apply("run", &f, cfg);
+out:
+	check_flags_free(&f);
+	return rc;
+}
+
+static int
+cmd_run(int argc, char **argv)
+{
+	struct run_opts o;
+	struct config cfg;
+	int rc;
+
+	run_opts_init(&o);
+	config_init(&cfg);
+	rc = run_parse(argc, argv, &o, &cfg);
+	if (rc == 0) {
+		if (o.verbose)
+			log_set_level(LOG_LEVEL_INFO);
+		rc = run_job(&o, &cfg, &argc, &argv);
+	} else if (rc < 0) {
+		rc = VIGIL_EXIT_OK;
+	}
+	cmdline_free(o.cmd);
+	config_free(&cfg);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -553,6 +777,8 @@ main(int argc, char **argv)
 		return VIGIL_EXIT_OK;
 	}
 	/* Subcommands parse their own options from argv[1] on. */
+	if (strcmp(cmd, "run") == 0)
+		return cmd_run(argc - 1, argv + 1);
 	if (strcmp(cmd, "slots") == 0)
 		return cmd_slots(argc - 1, argv + 1);
 	if (strcmp(cmd, "check") == 0)

@@ -13,13 +13,31 @@
 
 #include "peer.h"
 
-/* Message tags; the next features (heartbeats, commands) add theirs here. */
+/* The gather's tag; the others are in peer.h. */
 enum { PEER_TAG_GATHER = 1 };
+
+struct pending_send {
+	MPI_Request req;
+	char *buf;
+};
+
+struct inbox {
+	MPI_Request req;
+	int source, tag;
+	char *buf;
+};
 
 struct peer {
 	bool mpi;
 	int rank;
 	int size;
+	struct pending_send *sends;  /* point-to-point sends in flight */
+	int nsends, capsends;
+	struct inbox *inbox;         /* receives matched, not yet complete */
+	int ninbox, capinbox;
+	/* A world of one delivers to itself through this queue. */
+	struct self_msg { int tag; char *msg; } *selfq;
+	int nselfq;
 };
 
 struct pending_recv {
@@ -277,6 +295,195 @@ peer_gather_free(struct peer_gather *g)
 	free(g);
 }
 
+static bool
+is_p2p_tag(int tag)
+{
+	return tag >= PEER_TAG_PLAN && tag <= PEER_TAG_DESCRIBE;
+}
+
+int
+peer_send(struct peer *p, int rank, int tag, const char *msg)
+{
+	size_t len = strlen(msg) + 1;
+	char *copy;
+
+	if (rank < 0 || rank >= p->size || !is_p2p_tag(tag))
+		return -EINVAL;
+	if (len > (size_t)INT_MAX)
+		return -EMSGSIZE;
+	copy = strdup(msg);
+	if (!copy)
+		return -ENOMEM;
+	if (!p->mpi || rank == p->rank) {
+		/* To oneself: no MPI needed, and a world of one has none. */
+		struct self_msg *q = realloc(p->selfq, (size_t)(p->nselfq + 1) * sizeof(*q));
+
+		if (!q) {
+			free(copy);
+			return -ENOMEM;
+		}
+		p->selfq = q;
+		q[p->nselfq].tag = tag;
+		q[p->nselfq].msg = copy;
+		p->nselfq++;
+		return 0;
+	}
+	if (p->nsends == p->capsends) {
+		int cap = p->capsends ? 2 * p->capsends : 8;
+		struct pending_send *s = realloc(p->sends, (size_t)cap * sizeof(*s));
+
+		if (!s) {
+			free(copy);
+			return -ENOMEM;
+		}
+		p->sends = s;
+		p->capsends = cap;
+	}
+	if (MPI_Isend(copy, (int)len, MPI_CHAR, rank, tag, MPI_COMM_WORLD,
+	              &p->sends[p->nsends].req) != MPI_SUCCESS) {
+		free(copy);
+		return -EPROTO;
+	}
+	p->sends[p->nsends++].buf = copy;
+	return 0;
+}
+
+/* Test sends in flight; free the completed ones. */
+static int
+progress_sends(struct peer *p)
+{
+	int i = 0;
+
+	while (i < p->nsends) {
+		int flag = 0;
+
+		if (MPI_Test(&p->sends[i].req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+			return -EPROTO;
+		if (flag) {
+			free(p->sends[i].buf);
+			p->sends[i] = p->sends[--p->nsends];
+		} else {
+			i++;
+		}
+	}
+	return 0;
+}
+
+/* Match newly arrived point-to-point messages to receives. */
+static int
+match_p2p(struct peer *p)
+{
+	for (;;) {
+		int flag = 0, count = 0;
+		MPI_Message msg;
+		MPI_Status st;
+		struct inbox *in;
+
+		if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag,
+		                &msg, &st) != MPI_SUCCESS)
+			return -EPROTO;
+		if (!flag)
+			return 0;
+		if (!is_p2p_tag(st.MPI_TAG)) {
+			/* A gather's message matched by the wildcard: the
+			 * gather owns that tag, so hand it back by receiving it
+			 * here would steal it.  Gathers and p2p traffic never
+			 * overlap in time in vigil; drop it loudly. */
+			char *junk;
+
+			MPI_Get_count(&st, MPI_CHAR, &count);
+			junk = malloc(count > 0 ? (size_t)count : 1);
+			if (!junk)
+				return -ENOMEM;
+			MPI_Mrecv(junk, count, MPI_CHAR, &msg, MPI_STATUS_IGNORE);
+			free(junk);
+			continue;
+		}
+		if (p->ninbox == p->capinbox) {
+			int cap = p->capinbox ? 2 * p->capinbox : 8;
+			struct inbox *n = realloc(p->inbox, (size_t)cap * sizeof(*n));
+
+			if (!n)
+				return -ENOMEM;
+			p->inbox = n;
+			p->capinbox = cap;
+		}
+		MPI_Get_count(&st, MPI_CHAR, &count);
+		in = &p->inbox[p->ninbox];
+		in->source = st.MPI_SOURCE;
+		in->tag = st.MPI_TAG;
+		in->buf = malloc(count > 0 ? (size_t)count + 1 : 1);
+		if (!in->buf)
+			return -ENOMEM;
+		in->buf[count > 0 ? count : 0] = '\0';
+		if (MPI_Imrecv(in->buf, count, MPI_CHAR, &msg, &in->req) != MPI_SUCCESS) {
+			free(in->buf);
+			return -EPROTO;
+		}
+		p->ninbox++;
+	}
+}
+
+int
+peer_poll(struct peer *p, int *source, int *tag, char **msg)
+{
+	int rc;
+
+	*msg = NULL;
+	if (p->nselfq > 0) {
+		*source = p->rank;
+		*tag = p->selfq[0].tag;
+		*msg = p->selfq[0].msg;
+		memmove(p->selfq, p->selfq + 1, (size_t)(p->nselfq - 1) * sizeof(*p->selfq));
+		p->nselfq--;
+		return 1;
+	}
+	if (!p->mpi)
+		return 0;
+	rc = progress_sends(p);
+	if (rc == 0)
+		rc = match_p2p(p);
+	if (rc < 0)
+		return rc;
+	/* Deliver in the order messages were matched. */
+	if (p->ninbox > 0) {
+		int flag = 0;
+
+		if (MPI_Test(&p->inbox[0].req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+			return -EPROTO;
+		if (!flag)
+			return 0;
+		*source = p->inbox[0].source;
+		*tag = p->inbox[0].tag;
+		*msg = p->inbox[0].buf;
+		memmove(p->inbox, p->inbox + 1, (size_t)(p->ninbox - 1) * sizeof(*p->inbox));
+		p->ninbox--;
+		return 1;
+	}
+	return 0;
+}
+
+bool
+peer_busy(const struct peer *p)
+{
+	return p->nsends > 0 || p->ninbox > 0;
+}
+
+int
+peer_flush(struct peer *p, double timeout_s)
+{
+	const struct timespec nap = { 0, 1000000 };
+	double deadline = now_s() + timeout_s;
+
+	while (p->nsends > 0) {
+		if (progress_sends(p) < 0 || now_s() >= deadline)
+			return 0;
+		if (p->nsends > 0)
+			nanosleep(&nap, NULL);
+	}
+	return 1;
+}
+
 void
 peer_finalize(struct peer *p, bool clean)
 {
@@ -284,5 +491,16 @@ peer_finalize(struct peer *p, bool clean)
 		return;
 	if (p->mpi && clean)
 		MPI_Finalize();
+	/* Sends that never completed stay with MPI (a dead receiver); their
+	 * buffers are left to the process exit. */
+	if (clean || !p->mpi) {
+		for (int i = 0; i < p->nsends; i++)
+			free(p->sends[i].buf);
+	}
+	for (int i = 0; i < p->nselfq; i++)
+		free(p->selfq[i].msg);
+	free(p->selfq);
+	free(p->sends);
+	free(p->inbox);
 	free(p);
 }

@@ -73,6 +73,41 @@ int peer_gather_wait(struct peer_gather *g, double timeout_s);
 void peer_gather_free(struct peer_gather *g);
 
 /*
+ * Point-to-point messages: NUL-terminated strings (JSON documents in
+ * practice) with a tag, for commands and results while a job runs.
+ */
+enum peer_tag {
+	PEER_TAG_PLAN = 10,     /* coordinator -> node: the launch plan */
+	PEER_TAG_RESULT = 11,   /* node -> coordinator: how its training ended */
+	PEER_TAG_COMMAND = 12,  /* coordinator -> node: stop, ... */
+	PEER_TAG_FINAL = 13,    /* coordinator -> node: the job's end and status */
+	PEER_TAG_DESCRIBE = 14, /* node -> coordinator: --dry-run description */
+};
+
+/*
+ * Queue MSG (copied) for RANK with TAG and start sending it.  Never waits
+ * for the receiver.  Sending to oneself is allowed.  Returns 0 or a
+ * negative errno.
+ */
+int peer_send(struct peer *p, int rank, int tag, const char *msg);
+
+/*
+ * Take one complete incoming message, without blocking: returns 1 and sets
+ * *SOURCE, *TAG and *MSG (malloc'd, the caller frees), or 0 when none has
+ * completed, or a negative errno.  Also advances pending sends.
+ */
+int peer_poll(struct peer *p, int *source, int *tag, char **msg);
+
+/* Sends and receives still in flight: the loop then polls MPI often. */
+bool peer_busy(const struct peer *p);
+
+/*
+ * Wait up to TIMEOUT_S for every queued send to complete (sleeping between
+ * tests).  Returns 1 when all completed, 0 on timeout.
+ */
+int peer_flush(struct peer *p, double timeout_s);
+
+/*
  * End MPI.  CLEAN true calls MPI_Finalize, which in Open MPI synchronises
  * with every rank and so must only be called when every peer is known to
  * be alive; false leaves MPI without finalizing (the launcher then sees the

@@ -16,12 +16,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "sig.h"
 #include "timed.h"
 
 /* After SIGKILL, how often and how long to look for the child's exit. */
@@ -214,45 +214,17 @@ timed_run(timed_fn *fn, void *arg, double timeout_s, char *buf, size_t max,
 	return rc < 0 ? rc : (ssize_t)len;
 }
 
-/*
- * In the child, between fork() and exec(): only async-signal-safe calls,
- * since the agent may have threads (the MPI library's).  The agent blocks
- * the signals it reads from its signalfd and may ignore others; the program
- * must start with the defaults.
- */
-static void
-default_disposition(int sig)
-{
-	unsigned long ksa[8] = { 0 };
-	struct sigaction dfl;
-
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	(void)sigemptyset(&dfl.sa_mask);
-	if (sigaction(sig, &dfl, NULL) == 0 || errno != EINVAL ||
-	    sig == SIGKILL || sig == SIGSTOP)
-		return;
-	/*
-	 * glibc keeps two real-time signals (32 and 33) for its threads and
-	 * refuses them here, but an "ignore" inherited on them would pass on
-	 * to the program: set them through the system call.  All zeros is
-	 * SIG_DFL, no flags, empty mask in the kernel's struct on every
-	 * architecture; the buffer is larger than any of them.
-	 */
-	(void)syscall(SYS_rt_sigaction, sig, ksa, NULL, (size_t)(NSIG / 8));
-}
-
 static void __attribute__((noreturn))
 exec_child(char *const argv[], int out, int errfd)
 {
-	sigset_t none;
 	int null, e;
 
 	(void)setpgid(0, 0);
-	for (int sig = 1; sig < NSIG; sig++)
-		default_disposition(sig);
-	(void)sigemptyset(&none);
-	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	/* Only async-signal-safe calls from here: the agent may have threads
+	 * (the MPI library's).  It blocks the signals it reads from its
+	 * signalfd and may ignore others; the program starts with none
+	 * blocked and every one at its default. */
+	sig_child_restore(NULL);
 
 	/* An agent started with 0, 1 or 2 closed gets its pipes there: move
 	 * every descriptor above 2 before any dup2() onto 0-2 can close one.

@@ -101,3 +101,26 @@ pascal_flags() {
 run_mpi() {
 	"${MPIRUN:-mpirun}" --oversubscribe --bind-to none "$@"
 }
+
+# The simulated training shipped in contrib/examples.
+SIM="${TESTS_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}/../contrib/examples/train_sim.py"
+
+# wait_for FILE REGEX SECONDS: until a line of FILE matches, bounded.
+wait_for() {
+	local i
+	for ((i = 0; i < $3 * 20; i++)); do
+		grep -Eq -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# no_leftovers WHAT MARKER: no process whose command line holds MARKER is
+# left, zombie or not.
+no_leftovers() {
+	local left
+	left=$(pgrep -f -- "$2" || true)
+	if [ -z "$left" ]; then pass "$1: nothing left running"
+	else fail "$1: left running: $(ps -o pid,stat,args -p "$(echo $left | tr ' ' ,)" 2>/dev/null)"
+		kill -KILL $left 2>/dev/null; fi
+}

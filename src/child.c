@@ -1,0 +1,583 @@
+/*
+ * child.c - the training: one child process in its own process group.
+ *
+ * Between fork() and exec() the child runs only async-signal-safe calls:
+ * the agent may have threads (the MPI library's), and one of them may have
+ * held a lock of the C library's allocator at the fork.  Everything that
+ * allocates (the PATH lookup, the /bin/sh argument vector) is prepared in
+ * the parent.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "sig.h"
+
+extern char **environ;
+
+/*
+ * The pty's window size.  Programs that wrap or truncate to the terminal
+ * width (progress bars, rich text) would otherwise see 0x0 and guess; wide,
+ * because the lines go to logs, not to a screen.
+ */
+#define PTY_ROWS 50
+#define PTY_COLS 200
+
+/* glibc's execvp() default when the environment has no PATH. */
+#define DEFAULT_PATH "/bin:/usr/bin"
+
+struct child {
+	pid_t pid;
+	int out_fd;
+	int err_fd;
+	bool exited;
+	int status;
+};
+
+static const struct child_sys real_sys = { fork, kill, waitpid };
+static struct child_sys sys = { fork, kill, waitpid };
+
+void
+child_set_sys(const struct child_sys *s)
+{
+	sys = real_sys;
+	if (!s)
+		return;
+	if (s->fork)
+		sys.fork = s->fork;
+	if (s->kill)
+		sys.kill = s->kill;
+	if (s->waitpid)
+		sys.waitpid = s->waitpid;
+}
+
+/* ---- preparing exec ------------------------------------------------- */
+
+static void
+free_strv(char **v)
+{
+	if (!v)
+		return;
+	for (char **p = v; *p; p++)
+		free(*p);
+	free(v);
+}
+
+/*
+ * The paths exec tries, in order: FILE itself when it holds a slash, else
+ * FILE in each directory of the PATH found in ENVP (an empty entry is the
+ * current directory).  glibc's execvpe() would search the agent's own PATH,
+ * not the child's.  NULL-terminated; NULL with errno set on failure.
+ */
+static char **
+exec_candidates(const char *file, char *const *envp)
+{
+	const char *path = DEFAULT_PATH, *p;
+	size_t n = 1, i = 0, flen = strlen(file);
+	char **v;
+
+	if (strchr(file, '/')) {
+		v = calloc(2, sizeof(*v));
+		if (!v || !(v[0] = strdup(file))) {
+			free(v);
+			return NULL;
+		}
+		return v;
+	}
+	for (char *const *e = envp; *e; e++) {
+		if (strncmp(*e, "PATH=", 5) == 0) {
+			path = *e + 5;
+			break;
+		}
+	}
+	for (p = path; *p; p++)
+		n += *p == ':';
+	v = calloc(n + 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (p = path;; ) {
+		const char *end = strchrnul(p, ':'), *dir = p;
+		size_t dlen = (size_t)(end - p);
+
+		if (dlen == 0) {
+			dir = ".";
+			dlen = 1;
+		}
+		v[i] = malloc(dlen + 1 + flen + 1);
+		if (!v[i]) {
+			free_strv(v);
+			return NULL;
+		}
+		memcpy(v[i], dir, dlen);
+		v[i][dlen] = '/';
+		memcpy(v[i] + dlen + 1, file, flen + 1);
+		i++;
+		if (!*end)
+			break;
+		p = end + 1;
+	}
+	return v;
+}
+
+/*
+ * The argument vector for a file exec refuses with ENOEXEC (a script with
+ * no #! line), run by /bin/sh as execvp() does: "/bin/sh", the file, then
+ * ARGV[1..].  Slot 1 is filled in by the child.
+ */
+static char **
+sh_argv(char *const *argv)
+{
+	static char sh[] = "/bin/sh";
+	size_t argc = 0;
+	char **v;
+
+	while (argv[argc])
+		argc++;
+	v = calloc(argc + 2, sizeof(*v));
+	if (!v)
+		return NULL;
+	v[0] = sh;
+	for (size_t i = 1; i < argc; i++)
+		v[i + 1] = argv[i];
+	return v;
+}
+
+/* ---- descriptors ---------------------------------------------------- */
+
+static int
+set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * A pseudo-terminal for the child's stdout: the master (ours) and the
+ * slave, both close-on-exec.  Raw mode (cfmakeraw) turns off output
+ * processing, so "\n" is not sent as "\r\n" and every byte passes
+ * unchanged.  The slave is opened here, not in the child, so the master
+ * never reads EIO before the child has it; O_NOCTTY keeps it from becoming
+ * anyone's controlling terminal.
+ */
+static int
+open_pty(int *master, int *slave)
+{
+	struct winsize ws = { .ws_row = PTY_ROWS, .ws_col = PTY_COLS };
+	struct termios t;
+	char name[128];
+	int m, s = -1, rc;
+
+	m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (m < 0)
+		return -errno;
+	if (grantpt(m) < 0 || unlockpt(m) < 0)
+		goto fail;
+	rc = ptsname_r(m, name, sizeof(name));
+	if (rc != 0) {
+		errno = rc;
+		goto fail;
+	}
+	s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (s < 0 || tcgetattr(s, &t) < 0)
+		goto fail;
+	cfmakeraw(&t);
+	if (tcsetattr(s, TCSANOW, &t) < 0 || ioctl(s, TIOCSWINSZ, &ws) < 0)
+		goto fail;
+	*master = m;
+	*slave = s;
+	return 0;
+fail:
+	rc = -errno;
+	if (s >= 0)
+		(void)close(s);
+	(void)close(m);
+	return rc;
+}
+
+/*
+ * FD moved above 2 (close-on-exec), so that the dup2() calls onto 0-2
+ * cannot overwrite a descriptor still to be placed: an agent started with
+ * 0, 1 or 2 closed gets its own descriptors there.  dup2() then gives the
+ * program copies without the flag.
+ */
+static int
+above_stdio(int fd)
+{
+	return fd > 2 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+}
+
+/* ---- the child side ------------------------------------------------- */
+
+struct spawn {
+	const struct child_opts *o;
+	char *const *envp;
+	char **cand;
+	char **shargv;
+	bool searched;  /* argv[0] looked up in PATH */
+	int in, out, err, errfd;
+	pid_t parent;
+};
+
+/* Try each candidate as execvp() does; returns only on failure, errno set. */
+static void
+exec_search(const struct spawn *sp)
+{
+	bool denied = false;
+	int e = ENOENT;
+
+	for (char **c = sp->cand; *c; c++) {
+		(void)execve(*c, sp->o->argv, sp->envp);
+		e = errno;
+		switch (e) {
+		case ENOEXEC:
+			sp->shargv[1] = *c;
+			(void)execve(sp->shargv[0], sp->shargv, sp->envp);
+			return;
+		case EACCES:
+			denied = true;
+			continue;
+		case ENOENT:
+		case ENOTDIR:
+		case ESTALE:
+		case ENODEV:
+		case ETIMEDOUT:
+			/* As execvp(): a PATH entry that is missing, not a
+			 * directory or unreachable is skipped. */
+			continue;
+		default:
+			return;
+		}
+	}
+	if (denied)
+		e = EACCES;
+	else if (sp->searched)
+		e = ENOENT;
+	errno = e;
+}
+
+static void __attribute__((noreturn))
+run_child(const struct spawn *sp)
+{
+	int in, out, err, errfd, e;
+
+	/* Also done by the parent: whichever runs first, the group exists
+	 * before the parent can signal it or we exec. */
+	(void)setpgid(0, 0);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		goto fail;
+	/* The agent may have died before prctl(): then nothing kills us, but
+	 * we were reparented and getppid() no longer names it. */
+	if (getppid() != sp->parent)
+		_exit(127);
+
+	errfd = above_stdio(sp->errfd);
+	if (errfd < 0)
+		_exit(126);
+	in = above_stdio(sp->in);
+	out = above_stdio(sp->out);
+	err = above_stdio(sp->err);
+	if (in < 0 || out < 0 || err < 0 || dup2(in, STDIN_FILENO) < 0 ||
+	    dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
+		goto fail_errfd;
+	if (sp->o->cwd && chdir(sp->o->cwd) < 0)
+		goto fail_errfd;
+#ifdef CLOSE_RANGE_CLOEXEC
+	/* Our own descriptors are close-on-exec; this catches the ones a
+	 * library opened without the flag.  Old kernels refuse it: then
+	 * nothing else is done. */
+	(void)close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+#endif
+	sig_child_restore(sp->o->sigmask);
+	exec_search(sp);
+fail_errfd:
+	e = errno;
+	/* The parent reads this only if exec failed: the pipe is
+	 * close-on-exec, so a successful exec leaves it empty. */
+	(void)!write(errfd, &e, sizeof(e));
+	_exit(e == ENOENT ? 127 : 126);
+fail:
+	errfd = sp->errfd;
+	goto fail_errfd;
+}
+
+/* ---- the parent side ------------------------------------------------ */
+
+/* Read the child's exec errno: 0 when exec succeeded (EOF), the errno, or
+ * a negative errno when the pipe itself failed. */
+static int
+read_exec_errno(int fd)
+{
+	size_t got = 0;
+	int e = 0;
+	ssize_t n;
+
+	while (got < sizeof(e)) {
+		n = read(fd, (char *)&e + got, sizeof(e) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got == 0)
+		return 0;
+	if (got < sizeof(e) || e <= 0)
+		return -EIO;  /* one write of sizeof(e) is atomic: cannot happen */
+	return e;
+}
+
+static void
+reap_failed(pid_t pid)
+{
+	int st;
+
+	/* The child is past exec or _exit()ing: this wait is short. */
+	while (sys.waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+}
+
+int
+child_spawn(const struct child_opts *o, struct child **out)
+{
+	int errp[2] = { -1, -1 }, outp[2] = { -1, -1 }, errout[2] = { -1, -1 };
+	struct child *c = NULL;
+	struct spawn sp;
+	sigset_t all, saved;
+	pid_t pid;
+	int rc, e;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!o || !o->argv || !o->argv[0])
+		return -EINVAL;
+	if (!o->argv[0][0])
+		return -ENOENT;
+	memset(&sp, 0, sizeof(sp));
+	sp.o = o;
+	sp.envp = o->envp ? o->envp : environ;
+	sp.in = -1;
+	c = calloc(1, sizeof(*c));
+	sp.cand = exec_candidates(o->argv[0], sp.envp);
+	sp.shargv = sh_argv(o->argv);
+	sp.searched = !strchr(o->argv[0], '/');
+	if (!c || !sp.cand || !sp.shargv) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	c->pid = -1;
+	c->out_fd = c->err_fd = -1;
+
+	if (pipe2(errp, O_CLOEXEC) < 0 || pipe2(errout, O_CLOEXEC) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (o->pty_stdout)
+		rc = open_pty(&outp[0], &outp[1]);
+	else
+		rc = pipe2(outp, O_CLOEXEC) < 0 ? -errno : 0;
+	if (rc < 0)
+		goto out;
+	rc = set_nonblock(outp[0]);
+	if (rc == 0)
+		rc = set_nonblock(errout[0]);
+	if (rc < 0)
+		goto out;
+	sp.in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (sp.in < 0) {
+		rc = -errno;
+		goto out;
+	}
+	sp.out = outp[1];
+	sp.err = errout[1];
+	sp.errfd = errp[1];
+	sp.parent = getpid();
+
+	/*
+	 * Everything blocked across fork(), as posix_spawn() does: until
+	 * sig_child_restore() the child must not run the agent's handlers
+	 * (the self-pipe's would write into the agent's own pipe).
+	 */
+	(void)sigfillset(&all);
+	rc = pthread_sigmask(SIG_SETMASK, &all, &saved);
+	if (rc > 0) {
+		rc = -rc;
+		goto out;
+	}
+	pid = sys.fork();
+	if (pid == 0)
+		run_child(&sp);
+	e = errno;
+	(void)pthread_sigmask(SIG_SETMASK, &saved, NULL);  /* saved is valid */
+	if (pid < 0) {
+		rc = -e;
+		goto out;
+	}
+	/* EACCES: the child has exec'd, after its own setpgid(). */
+	(void)setpgid(pid, pid);
+
+	/* Our copies of the child's ends closed, or EOF would never come. */
+	(void)close(errp[1]);
+	(void)close(outp[1]);
+	(void)close(errout[1]);
+	(void)close(sp.in);
+	errp[1] = outp[1] = errout[1] = sp.in = -1;
+
+	e = read_exec_errno(errp[0]);
+	if (e != 0) {
+		if (e < 0)  /* cannot tell whether it runs: make sure it does not */
+			(void)sys.kill(-pid, SIGKILL);
+		reap_failed(pid);
+		rc = e > 0 ? -e : e;
+		goto out;
+	}
+	c->pid = pid;
+	c->out_fd = outp[0];
+	c->err_fd = errout[0];
+	outp[0] = errout[0] = -1;
+	*out = c;
+	c = NULL;
+	rc = 0;
+out:
+	for (int i = 0; i < 2; i++) {
+		if (errp[i] >= 0)
+			(void)close(errp[i]);
+		if (outp[i] >= 0)
+			(void)close(outp[i]);
+		if (errout[i] >= 0)
+			(void)close(errout[i]);
+	}
+	if (sp.in >= 0)
+		(void)close(sp.in);
+	free_strv(sp.cand);
+	free(sp.shargv);
+	free(c);
+	return rc;
+}
+
+pid_t
+child_pid(const struct child *c)
+{
+	return c->pid;
+}
+
+int
+child_stdout_fd(const struct child *c)
+{
+	return c->out_fd;
+}
+
+int
+child_stderr_fd(const struct child *c)
+{
+	return c->err_fd;
+}
+
+void
+child_close_fd(struct child *c, int fd)
+{
+	if (fd < 0)
+		return;
+	if (fd == c->out_fd)
+		c->out_fd = -1;
+	else if (fd == c->err_fd)
+		c->err_fd = -1;
+	else
+		return;
+	(void)close(fd);  /* read ends: nothing to flush, nothing to report */
+}
+
+int
+child_signal(struct child *c, int sig)
+{
+	if (sys.kill(-c->pid, sig) < 0)
+		return -errno;
+	return 0;
+}
+
+int
+child_reap(struct child *c)
+{
+	int n = 0, st;
+	pid_t r;
+
+	for (;;) {
+		r = sys.waitpid(-1, &st, WNOHANG);
+		if (r == 0)
+			break;
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ECHILD)
+				break;
+			return -errno;
+		}
+		n++;
+		if (c && r == c->pid && !c->exited) {
+			c->exited = true;
+			c->status = st;
+		}
+	}
+	return n;
+}
+
+bool
+child_exited(const struct child *c)
+{
+	return c->exited;
+}
+
+int
+child_wait_status(const struct child *c)
+{
+	return c->status;
+}
+
+int
+child_exit_code(int wait_status)
+{
+	if (WIFEXITED(wait_status))
+		return WEXITSTATUS(wait_status);
+	if (WIFSIGNALED(wait_status))
+		return 128 + WTERMSIG(wait_status);
+	return -EINVAL;
+}
+
+void
+child_free(struct child *c)
+{
+	if (!c)
+		return;
+	/* ESRCH: the group is already gone. */
+	if (c->pid > 0 && !c->exited)
+		(void)sys.kill(-c->pid, SIGKILL);
+	child_close_fd(c, c->out_fd);
+	child_close_fd(c, c->err_fd);
+	free(c);
+}
+
+int
+child_set_subreaper(void)
+{
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		return -errno;
+	return 0;
+}

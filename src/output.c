@@ -1,0 +1,407 @@
+/*
+ * output.c - passing the training's output through to the agent's own.
+ *
+ * The destination is our own stdout or stderr.  Under mpirun each rank gets
+ * its own pipe or pty from the launcher, so the O_NONBLOCK we set on it (a
+ * flag of the open file description, not of the descriptor) reaches no
+ * other rank and not the training, which writes into pipes of its own.
+ * What it does reach is everything else in this process that writes to the
+ * same description: stdio on stderr (log.c) may then see EAGAIN and lose a
+ * log line while the reader of stderr lags.  That is the price of never
+ * blocking the loop that carries heartbeats and signals; output_free() puts
+ * the blocking mode back, so a terminal is not left non-blocking for the
+ * shell that started us.
+ *
+ * Buffer: pending bytes are buf[head, tail).  It is compacted (moved to the
+ * front) only when an append does not fit behind tail, so in the steady
+ * state of a reader that keeps up, bytes go from the child's pipe to ours
+ * without touching it at all.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "output.h"
+
+struct output {
+	int fd;
+	int orig_flags;          /* file status flags before output_new */
+	bool set_nonblock;       /* we added O_NONBLOCK, output_free removes it */
+	char *buf;
+	size_t size;             /* allocated; >= cap, more while prefixing */
+	size_t cap;              /* pending bytes above which output_room is 0 */
+	size_t head, tail;       /* pending bytes: buf[head, tail) */
+	char *prefix;            /* NULL for none */
+	size_t prefix_len;
+	bool at_line_start;      /* the next byte pushed begins a line */
+	bool discard;
+	int err;                 /* destination failed with this; 0 while fine */
+	unsigned long long written;
+	unsigned long long lost;
+};
+
+struct output *
+output_new(int dest_fd, size_t cap)
+{
+	struct output *o;
+	int flags;
+
+	if (cap == 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	flags = fcntl(dest_fd, F_GETFL);
+	if (flags < 0)
+		return NULL;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	o->buf = malloc(cap);
+	if (!o->buf) {
+		free(o);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (!(flags & O_NONBLOCK)) {
+		if (fcntl(dest_fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+			int saved = errno;
+
+			free(o->buf);
+			free(o);
+			errno = saved;
+			return NULL;
+		}
+		o->set_nonblock = true;
+	}
+	o->fd = dest_fd;
+	o->orig_flags = flags;
+	o->size = cap;
+	o->cap = cap;
+	o->at_line_start = true;
+	return o;
+}
+
+void
+output_free(struct output *o)
+{
+	if (!o)
+		return;
+	/* Best effort: the descriptor may already be closed by now, and a
+	 * failure leaves nothing for us to undo. */
+	if (o->set_nonblock)
+		(void)fcntl(o->fd, F_SETFL, o->orig_flags);
+	free(o->prefix);
+	free(o->buf);
+	free(o);
+}
+
+int
+output_set_prefix(struct output *o, const char *prefix)
+{
+	char *copy = NULL;
+
+	if (prefix && *prefix) {
+		copy = strdup(prefix);
+		if (!copy)
+			return -ENOMEM;
+	}
+	free(o->prefix);
+	o->prefix = copy;
+	o->prefix_len = copy ? strlen(copy) : 0;
+	return 0;
+}
+
+void
+output_set_discard(struct output *o, bool discard)
+{
+	o->discard = discard;
+}
+
+static size_t
+queued(const struct output *o)
+{
+	return o->tail - o->head;
+}
+
+size_t
+output_room(const struct output *o)
+{
+	size_t n = queued(o);
+
+	/* Once nothing is kept, never hold the child back. */
+	if (o->discard || o->err)
+		return o->cap;
+	return n < o->cap ? o->cap - n : 0;
+}
+
+bool
+output_pending(const struct output *o)
+{
+	return queued(o) > 0;
+}
+
+size_t
+output_queued(const struct output *o)
+{
+	return queued(o);
+}
+
+int
+output_fd(const struct output *o)
+{
+	return o->fd;
+}
+
+unsigned long long
+output_written(const struct output *o)
+{
+	return o->written;
+}
+
+unsigned long long
+output_lost(const struct output *o)
+{
+	return o->lost;
+}
+
+/*
+ * Write from BUF until the destination would block.  *DONE: bytes written.
+ * Returns 0 or a negative errno.
+ */
+static int
+write_some(struct output *o, const char *buf, size_t len, size_t *done)
+{
+	size_t off = 0;
+	int rc = 0;
+
+	while (off < len) {
+		ssize_t n = write(o->fd, buf + off, len - off);
+
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			break;  /* not seen for pipes and ttys; retry on POLLOUT */
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			break;
+		rc = -errno;
+		break;
+	}
+	o->written += off;
+	*done = off;
+	return rc;
+}
+
+/*
+ * The destination is gone: everything still queued, and UNSENT more bytes,
+ * will never arrive.  From now on pushes are counted as lost and dropped.
+ */
+static int
+fail(struct output *o, int rc, size_t unsent)
+{
+	o->lost += queued(o) + unsent;
+	o->head = o->tail = 0;
+	o->err = rc;
+	return rc;
+}
+
+/* Bytes that LEN bytes of BUF become on the destination, prefixes included. */
+static size_t
+prefixed_len(const struct output *o, const char *buf, size_t len)
+{
+	const char *p = buf, *end = buf + len, *nl;
+	bool start = o->at_line_start;
+	size_t n = len;
+
+	if (!o->prefix_len)
+		return len;
+	while (p < end) {
+		if (start)
+			n += o->prefix_len;
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			break;
+		p = nl + 1;
+		start = true;
+	}
+	return n;
+}
+
+/* Make room for NEED more bytes behind tail, compacting or growing. */
+static int
+reserve(struct output *o, size_t need)
+{
+	size_t n = queued(o);
+	char *nb;
+
+	if (o->size - o->tail >= need)
+		return 0;
+	if (o->head > 0) {
+		memmove(o->buf, o->buf + o->head, n);
+		o->head = 0;
+		o->tail = n;
+		if (o->size - o->tail >= need)
+			return 0;
+	}
+	/* Only prefixes (or a caller pushing past output_room) get here: at
+	 * most (1 + prefix length) times CAP, kept for the next burst. */
+	nb = realloc(o->buf, n + need);
+	if (!nb)
+		return -ENOMEM;
+	o->buf = nb;
+	o->size = n + need;
+	return 0;
+}
+
+/* Append LEN bytes of BUF to the queue as they are. */
+static int
+queue(struct output *o, const char *buf, size_t len)
+{
+	int rc = reserve(o, len);
+
+	if (rc < 0) {
+		o->lost += len;
+		return rc;
+	}
+	memcpy(o->buf + o->tail, buf, len);
+	o->tail += len;
+	return 0;
+}
+
+/* Append LEN bytes of BUF to the queue with a prefix at every line start. */
+static void
+append_prefixed(struct output *o, const char *buf, size_t len)
+{
+	const char *p = buf, *end = buf + len, *nl;
+	char *dst = o->buf + o->tail;
+	size_t seg;
+
+	while (p < end) {
+		if (o->at_line_start) {
+			memcpy(dst, o->prefix, o->prefix_len);
+			dst += o->prefix_len;
+			o->at_line_start = false;
+		}
+		nl = memchr(p, '\n', (size_t)(end - p));
+		seg = nl ? (size_t)(nl + 1 - p) : (size_t)(end - p);
+		memcpy(dst, p, seg);
+		dst += seg;
+		p += seg;
+		if (nl)
+			o->at_line_start = true;
+	}
+	o->tail = (size_t)(dst - o->buf);
+}
+
+int
+output_flush(struct output *o)
+{
+	size_t done;
+	int rc;
+
+	if (o->err || !queued(o))
+		return 0;
+	rc = write_some(o, o->buf + o->head, queued(o), &done);
+	o->head += done;
+	if (rc < 0)
+		return fail(o, rc, 0);
+	if (o->head == o->tail) {
+		o->head = o->tail = 0;
+		return 0;
+	}
+	return 1;
+}
+
+int
+output_push(struct output *o, const char *buf, size_t len)
+{
+	size_t done = 0, need;
+	int rc;
+
+	if (len == 0)
+		return 0;
+	if (o->discard || o->err) {
+		/* Lost bytes are counted as they would have appeared. */
+		if (!o->discard)
+			o->lost += prefixed_len(o, buf, len);
+		o->at_line_start = buf[len - 1] == '\n';
+		return 0;
+	}
+
+	if (!o->prefix_len) {
+		/* The common case: nothing queued, so the caller's buffer goes
+		 * straight to the destination and only a remainder is copied. */
+		o->at_line_start = buf[len - 1] == '\n';
+		if (!queued(o)) {
+			rc = write_some(o, buf, len, &done);
+			if (rc < 0)
+				return fail(o, rc, len - done);
+			/* What is left waits: the destination just said
+			 * EAGAIN, no use asking again now. */
+			return done < len ? queue(o, buf + done, len - done) : 0;
+		}
+		rc = queue(o, buf, len);
+		if (rc < 0)
+			return rc;
+	} else {
+		need = prefixed_len(o, buf, len);
+		rc = reserve(o, need);
+		if (rc < 0) {
+			o->lost += need;
+			o->at_line_start = buf[len - 1] == '\n';
+			return rc;
+		}
+		append_prefixed(o, buf, len);
+	}
+	rc = output_flush(o);
+	return rc < 0 ? rc : 0;
+}
+
+static long long
+now_ms(void)
+{
+	struct timespec ts;
+
+	/* Cannot fail: the clock exists and TS is valid. */
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int
+output_drain(struct output *o, int timeout_ms)
+{
+	long long deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	struct pollfd pfd = { .fd = o->fd, .events = POLLOUT };
+	int rc, wait_ms;
+
+	for (;;) {
+		rc = output_flush(o);
+		if (rc <= 0)
+			return rc;
+		if (timeout_ms < 0) {
+			wait_ms = -1;
+		} else {
+			long long left = deadline - now_ms();
+
+			if (left <= 0)
+				return -ETIMEDOUT;
+			wait_ms = (int)left;
+		}
+		/* POLLERR/POLLHUP come back as readiness too: the next write
+		 * then reports why (EPIPE). */
+		rc = poll(&pfd, 1, wait_ms);
+		if (rc < 0 && errno != EINTR)
+			return -errno;
+		if (rc == 0)
+			return -ETIMEDOUT;
+	}
+}

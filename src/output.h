@@ -1,0 +1,86 @@
+/*
+ * output.h - passing the training's output through to the agent's own.
+ *
+ * Every byte, in order, unchanged, optionally with a prefix inserted at
+ * the start of every line (--tag-output).  Writing never blocks the loop:
+ * the destination is made non-blocking, bytes that cannot be written yet
+ * wait in a bounded buffer, and the caller stops reading the child while
+ * output_room() is 0, so a slow reader slows the training (back-pressure)
+ * instead of stalling heartbeats and signals or losing output.
+ *
+ * O_NONBLOCK belongs to the open file description, so anything else in
+ * this process writing to it (stdio on stderr) may see EAGAIN while the
+ * reader lags.  Under mpirun each rank's stdout/stderr is its own pipe or
+ * pty, so no other rank and not the training (it writes into our pipes)
+ * is affected.  None of these functions blocks except output_drain().
+ */
+#ifndef VIGIL_OUTPUT_H
+#define VIGIL_OUTPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct output;
+
+/*
+ * Output to DEST_FD (set O_NONBLOCK here), buffering up to CAP bytes.
+ * NULL with errno on failure.
+ */
+struct output *output_new(int dest_fd, size_t cap);
+
+/* Insert PREFIX (copied; NULL for none) at the start of every line from now on. */
+int output_set_prefix(struct output *o, const char *prefix);
+
+/* Discard instead of writing (--output coordinator on other nodes). */
+void output_set_discard(struct output *o, bool discard);
+
+/* How many more child bytes may be pushed now; 0 means stop reading the child. */
+size_t output_room(const struct output *o);
+
+/*
+ * Queue LEN bytes (the caller read at most output_room() bytes; prefixes
+ * may take the buffer past CAP by a bounded amount) and write what the
+ * destination takes now.  Returns 0, or a negative errno when the
+ * destination failed (-EPIPE when nobody reads it any more; the bytes are
+ * then counted as lost and the caller should say so once).  The error is
+ * returned once, by whichever of output_push(), output_flush() or
+ * output_drain() met it; from then on pushes are dropped and counted as
+ * lost, output_room() stays at CAP and nothing is pending.
+ */
+int output_push(struct output *o, const char *buf, size_t len);
+
+/*
+ * Write what the destination takes now.  Returns 1 while bytes remain (wait
+ * for POLLOUT on output_fd()), 0 when empty, or a negative errno.
+ */
+int output_flush(struct output *o);
+
+bool output_pending(const struct output *o);
+/* Bytes waiting for the destination, prefixes included. */
+size_t output_queued(const struct output *o);
+int output_fd(const struct output *o);
+
+/*
+ * At the end of the job: write what remains, waiting up to TIMEOUT_MS for
+ * the destination (< 0: without limit).  Returns 0, -ETIMEDOUT (bytes left,
+ * still pending), or a negative errno.
+ */
+int output_drain(struct output *o, int timeout_ms);
+
+/*
+ * Bytes written, and bytes that could not be delivered (destination gone),
+ * both as they appear on the destination, prefixes included.  Discarded
+ * bytes count as neither.
+ */
+unsigned long long output_written(const struct output *o);
+unsigned long long output_lost(const struct output *o);
+
+/*
+ * Does not close DEST_FD, but gives it back its blocking mode if
+ * output_new() changed it (a terminal must not stay non-blocking for the
+ * shell); free it after the last use of any other output on the same file.
+ * NULL is a no-op.
+ */
+void output_free(struct output *o);
+
+#endif

@@ -1,0 +1,1351 @@
+/*
+ * run.c - `vigil run`: one job, from the pre-check to the exit status.
+ *
+ * Every node: discover and pre-check, send the report to the coordinator
+ * (rank 0), receive the plan (go/no-go, master address and port, the
+ * nodes), build the mode's environment, start the training in its own
+ * process group, pass its output through, forward signals, and report how
+ * it ended.  The coordinator decides: when one node's training fails it
+ * has every other node stop its child (TERM, grace, KILL), and when every
+ * node has reported it writes the report and tells every node the job's
+ * status, which every agent then exits with.
+ *
+ * After the launch everything runs in one poll loop: the signalfd, the
+ * child's output, our own output when it backs up, timers, and MPI
+ * progress from the loop's before-poll hook.  No MPI call blocks.
+ */
+#include "autoconf.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "vigil.h"
+#include "check.h"
+#include "child.h"
+#include "cmdline.h"
+#include "events.h"
+#include "gather.h"
+#include "linebuf.h"
+#include "log.h"
+#include "loop.h"
+#include "output.h"
+#include "peer.h"
+#include "run.h"
+#include "sig.h"
+#include "topo.h"
+
+#define TAIL_LINES 20            /* stderr lines kept for the report */
+#define TAIL_LINE_MAX 512
+#define READ_CHUNK 65536
+#define OUTPUT_CAP (1u << 20)    /* bytes of output held while our reader is slow */
+#define DRAIN_MS 2000            /* after the child exits, wait this long for EOF */
+#define LOST_AFTER_STOP_S 15.0   /* beyond the grace: a node that still has not reported */
+
+extern char **environ;
+
+struct node_result {
+	bool have;
+	bool idle;                /* this node ran no training (horovod off the coordinator) */
+	char node[256];
+	int exit_code;
+	int signal;               /* the signal that ended the training, or 0 */
+	int agent_signal;         /* a TERM/INT/HUP the agent received, or 0 */
+	char error[512];          /* could not start: why */
+	cJSON *tail;              /* last stderr lines */
+	double seconds;
+};
+
+struct job {
+	const struct run_opts *o;
+	const struct config *cfg;
+	struct peer *p;
+	int rank, size;
+	char node[256];
+	struct loop *loop;
+	int sigfd;
+	sigset_t oldmask;
+	struct events *ev;
+	double t0;
+
+	/* this node's training */
+	struct mode_launch launch;
+	struct child *child;
+	struct output *out, *err;
+	int cout, cerr;           /* the child's stdout/stderr read ends, -1 at EOF */
+	bool exited;
+	struct loop_timer *kill_timer, *drain_timer;
+	bool stopping;
+	int agent_signal;
+	struct linebuf *errlines;
+	char *tail[TAIL_LINES];
+	int ntail, tailnext;
+	bool result_sent;
+	char start_error[512];
+	int start_code;
+
+	/* the coordinator's view */
+	struct node_result *results;
+	int nresults;
+	bool job_stopping;
+	int first_fail;
+	struct loop_timer *lost_timer;
+
+	/* what discovery found here */
+	const char *vendor;       /* NULL on a CPU node */
+	size_t nslots;
+
+	/* the end */
+	bool finished;
+	int exit_code;
+	bool clean;
+};
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void
+run_opts_init(struct run_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->mode = MODE_PYTORCH;
+	o->precheck = true;
+	o->precheck_level = VERDICT_FAIL;
+	o->tf_port = 2222;
+	o->grace_s = 30;
+	o->output_all = true;
+}
+
+/* ---- start-up: what this node is, and the coordinator's plan ---------- */
+
+/*
+ * The address other nodes reach this one by, for MASTER_ADDR: the
+ * hostname when it resolves to an address that is not loopback (Debian
+ * maps it to 127.0.1.1), else the first IPv4 address of an interface that
+ * is up and not loopback, else loopback (every node is this machine).
+ */
+static void
+local_address(const char *host, char *buf, size_t len)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	struct ifaddrs *ifa = NULL;
+
+	if (getaddrinfo(host, NULL, &hints, &res) == 0) {
+		for (struct addrinfo *a = res; a; a = a->ai_next) {
+			struct sockaddr_in *sin = (struct sockaddr_in *)a->ai_addr;
+
+			if ((ntohl(sin->sin_addr.s_addr) >> 24) != 127) {
+				snprintf(buf, len, "%s", host);
+				freeaddrinfo(res);
+				return;
+			}
+		}
+		freeaddrinfo(res);
+	}
+	if (getifaddrs(&ifa) == 0) {
+		for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+			    !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
+				continue;
+			inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, buf,
+			          (socklen_t)len);
+			freeifaddrs(ifa);
+			return;
+		}
+		freeifaddrs(ifa);
+	}
+	snprintf(buf, len, "127.0.0.1");
+}
+
+/*
+ * A port free on this node now, for MASTER_PORT, as torchrun picks one:
+ * bind to port 0 and let the kernel choose.  The socket is closed at once
+ * (vigil keeps no port of its own); the training binds it moments later.
+ */
+static int
+free_port(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY) };
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int port = -errno;
+
+	if (fd < 0)
+		return port;
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sin, &len) == 0)
+		port = ntohs(sin.sin_port);
+	else
+		port = -errno;
+	close(fd);
+	return port;
+}
+
+/* This node's payload for the coordinator: gather_payload() plus the launch facts. */
+static char *
+node_info(struct job *j, const struct check_report *r, const char *error,
+          size_t nslots, const char *vendor)
+{
+	char *base = gather_payload(j->node, j->rank, r, error);
+	char addr[256];
+	cJSON *o;
+	char *text = NULL;
+
+	if (!base)
+		return NULL;
+	o = cJSON_Parse(base);
+	free(base);
+	if (!o)
+		return NULL;
+	local_address(j->node, addr, sizeof(addr));
+	cJSON_AddStringToObject(o, "addr", addr);
+	cJSON_AddNumberToObject(o, "slots", (double)nslots);
+	if (vendor)
+		cJSON_AddStringToObject(o, "vendor", vendor);
+	text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return text;
+}
+
+static const char *
+json_str(const cJSON *o, const char *key, const char *dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+static double
+json_num(const cJSON *o, const char *key, double dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static void
+emit_event(struct job *j, const char *node, int rank, const char *kind,
+           const char *severity, const char *message, cJSON *details)
+{
+	cJSON *e;
+	int rc;
+
+	if (!j->ev) {
+		cJSON_Delete(details);
+		return;
+	}
+	e = events_make(node, rank, kind, severity, message, details);
+	if (!e)
+		return;
+	rc = events_write(j->ev, e);
+	if (rc < 0)
+		LOG_ERR("cannot write an event to %s: %s", j->o->events, strerror(-rc));
+	cJSON_Delete(e);
+}
+
+/*
+ * The coordinator's decision from every node's report: go (and how), or
+ * no-go (and why).  Returns the plan as JSON text.
+ */
+static char *
+make_plan(struct job *j, struct peer_gather *pg)
+{
+	struct gather g = { 0 };
+	cJSON *plan = cJSON_CreateObject(), *nodes;
+	char addr[256] = "", msg[512];
+	char *text = NULL;
+	int blocked = 0, port = j->o->master_port;
+
+	if (!plan || gather_init(&g, j->size) < 0)
+		goto out;
+	for (int r = 0; r < j->size; r++)
+		if (gather_add(&g, r, peer_gather_get(pg, r), j->cfg->gather_timeout_s) < 0)
+			goto out;
+	gather_consistency(&g);
+	for (int r = 0; r < j->size; r++) {
+		enum verdict v = gather_node_verdict(&g.nodes[r]);
+
+		/* a node that sent nothing cannot be planned for, pre-check or not */
+		if (!g.nodes[r].arrived || (j->o->precheck && v >= j->o->precheck_level))
+			blocked++;
+	}
+	if (j->o->precheck && j->ev) {
+		int rc = gather_write_events(&g, j->ev);
+
+		if (rc < 0)
+			LOG_ERR("cannot write events to %s: %s", j->o->events, strerror(-rc));
+	}
+	nodes = cJSON_AddArrayToObject(plan, "nodes");
+	for (int r = 0; nodes && r < j->size; r++) {
+		cJSON *n = cJSON_CreateObject();
+		const char *payload = peer_gather_get(pg, r);
+		cJSON *info = payload ? cJSON_Parse(payload) : NULL;
+
+		cJSON_AddItemToArray(nodes, n);
+		cJSON_AddStringToObject(n, "host", g.nodes[r].node);
+		cJSON_AddNumberToObject(n, "slots", json_num(info, "slots", 0));
+		if (r == 0)
+			snprintf(addr, sizeof(addr), "%s", json_str(info, "addr", "127.0.0.1"));
+		cJSON_Delete(info);
+	}
+	if (blocked) {
+		/* The pre-check said no: say so once, here, for every node. */
+		FILE *f = open_memstream(&text, &(size_t){ 0 });
+
+		if (f) {
+			gather_print(f, &g, j->o->verbose);
+			fclose(f);
+			log_say("%s", text);
+			free(text);
+			text = NULL;
+		}
+		snprintf(msg, sizeof(msg), "pre-check failed on %d of %d node%s: not starting the training",
+		         blocked, j->size, j->size == 1 ? "" : "s");
+		log_say("vigil: %s\n", msg);
+		cJSON_AddBoolToObject(plan, "go", false);
+		cJSON_AddNumberToObject(plan, "exit_code", VIGIL_EXIT_UNHEALTHY);
+		cJSON_AddStringToObject(plan, "message", msg);
+		goto print;
+	}
+	if (port <= 0) {
+		port = free_port();
+		if (port < 0) {
+			LOG_ERR("cannot find a free port for MASTER_PORT: %s", strerror(-port));
+			cJSON_AddBoolToObject(plan, "go", false);
+			cJSON_AddNumberToObject(plan, "exit_code", VIGIL_EXIT_INTERNAL);
+			goto print;
+		}
+	}
+	cJSON_AddBoolToObject(plan, "go", true);
+	cJSON_AddStringToObject(plan, "master_addr", j->o->master_addr ? j->o->master_addr : addr);
+	cJSON_AddNumberToObject(plan, "master_port", port);
+print:
+	text = cJSON_PrintUnformatted(plan);
+out:
+	gather_free(&g);
+	cJSON_Delete(plan);
+	return text;
+}
+
+/* Wait for the coordinator's plan, bounded; NULL when none came. */
+static char *
+await_plan(struct job *j, double timeout_s)
+{
+	const struct timespec nap = { 0, 2000000 };
+	double deadline = now_s() + timeout_s;
+
+	while (now_s() < deadline) {
+		int src, tag, rc;
+		char *msg;
+
+		rc = peer_poll(j->p, &src, &tag, &msg);
+		if (rc < 0)
+			return NULL;
+		if (rc == 1) {
+			if (tag == PEER_TAG_PLAN)
+				return msg;
+			free(msg);
+			continue;
+		}
+		nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+/* ---- the training's output -------------------------------------------- */
+
+static void
+tail_line(const char *line, size_t len, bool truncated, void *arg)
+{
+	struct job *j = arg;
+	char *copy;
+
+	(void)truncated;
+	if (len > TAIL_LINE_MAX)
+		len = TAIL_LINE_MAX;
+	copy = strndup(line, len);
+	if (!copy)
+		return;
+	free(j->tail[j->tailnext]);
+	j->tail[j->tailnext] = copy;
+	j->tailnext = (j->tailnext + 1) % TAIL_LINES;
+	if (j->ntail < TAIL_LINES)
+		j->ntail++;
+}
+
+static void maybe_done(struct job *j);
+
+static void
+on_dest(struct loop *l, int fd, short revents, void *arg)
+{
+	struct job *j = arg;
+	struct output *o = fd == output_fd(j->out) ? j->out : j->err;
+	int cfd = o == j->out ? j->cout : j->cerr;
+	int rc;
+
+	(void)revents;
+	rc = output_flush(o);
+	if (rc <= 0)
+		loop_mod_fd(l, fd, 0);
+	if (rc < 0)
+		LOG_ERR("cannot write the training's %s: %s", o == j->out ? "stdout" : "stderr",
+		        strerror(-rc));
+	/* Room again: read the child once more (back-pressure released). */
+	if (cfd >= 0 && output_room(o) > 0)
+		loop_mod_fd(l, cfd, POLLIN);
+}
+
+static void
+close_child_fd(struct job *j, int fd)
+{
+	loop_del_fd(j->loop, fd);
+	child_close_fd(j->child, fd);
+	if (fd == j->cout)
+		j->cout = -1;
+	if (fd == j->cerr) {
+		j->cerr = -1;
+		linebuf_flush(j->errlines, tail_line, j);
+	}
+}
+
+static void
+on_child_fd(struct loop *l, int fd, short revents, void *arg)
+{
+	static char buf[READ_CHUNK];
+	struct job *j = arg;
+	struct output *o = fd == j->cout ? j->out : j->err;
+	size_t room = output_room(o);
+	ssize_t n;
+	int rc;
+
+	(void)revents;
+	if (room == 0) {
+		loop_mod_fd(l, fd, 0);
+		return;
+	}
+	n = read(fd, buf, room < sizeof(buf) ? room : sizeof(buf));
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		/* EOF; a pty master reads EIO once the child side is closed */
+		close_child_fd(j, fd);
+		maybe_done(j);
+		return;
+	}
+	if (o == j->err)
+		linebuf_feed(j->errlines, buf, (size_t)n, tail_line, j);
+	rc = output_push(o, buf, (size_t)n);
+	if (rc < 0 && rc != -EAGAIN) {
+		static bool said;
+
+		if (!said)
+			LOG_ERR("cannot pass the training's output on: %s; it is being lost",
+			        strerror(-rc));
+		said = true;
+	}
+	if (output_pending(o))
+		loop_mod_fd(l, output_fd(o), POLLOUT);
+	if (output_room(o) == 0)
+		loop_mod_fd(l, fd, 0);
+}
+
+/* ---- this node's end ---------------------------------------------------- */
+
+static void
+send_result(struct job *j, bool idle)
+{
+	cJSON *r = cJSON_CreateObject(), *tail;
+	char *text;
+	int rc;
+
+	if (j->result_sent || !r)
+		goto out;
+	cJSON_AddStringToObject(r, "node", j->node);
+	cJSON_AddBoolToObject(r, "idle", idle);
+	cJSON_AddNumberToObject(r, "seconds", now_s() - j->t0);
+	if (j->agent_signal)
+		cJSON_AddNumberToObject(r, "agent_signal", j->agent_signal);
+	if (j->start_error[0]) {
+		cJSON_AddNumberToObject(r, "exit_code", j->start_code);
+		cJSON_AddStringToObject(r, "error", j->start_error);
+	} else if (!idle) {
+		int st = child_wait_status(j->child);
+
+		cJSON_AddNumberToObject(r, "exit_code", child_exit_code(st));
+		if (WIFSIGNALED(st))
+			cJSON_AddNumberToObject(r, "signal", WTERMSIG(st));
+	} else {
+		cJSON_AddNumberToObject(r, "exit_code", 0);
+	}
+	tail = cJSON_AddArrayToObject(r, "stderr_tail");
+	for (int i = 0; tail && i < j->ntail; i++) {
+		int k = (j->tailnext - j->ntail + i + TAIL_LINES) % TAIL_LINES;
+
+		cJSON_AddItemToArray(tail, cJSON_CreateString(j->tail[k]));
+	}
+	text = cJSON_PrintUnformatted(r);
+	if (text) {
+		rc = peer_send(j->p, 0, PEER_TAG_RESULT, text);
+		if (rc < 0)
+			LOG_ERR("cannot send this node's result: %s", strerror(-rc));
+		else
+			j->result_sent = true;
+		free(text);
+	}
+out:
+	cJSON_Delete(r);
+}
+
+/* The training is over on this node when it was reaped and its output ended. */
+static void
+maybe_done(struct job *j)
+{
+	if (!j->exited || j->cout >= 0 || j->cerr >= 0)
+		return;
+	loop_del_timer(j->loop, j->drain_timer);
+	j->drain_timer = NULL;
+	loop_del_timer(j->loop, j->kill_timer);
+	j->kill_timer = NULL;
+	/* Nothing of the training may outlive it: helpers it left in its
+	 * group go too. */
+	(void)child_signal(j->child, SIGKILL);  /* -ESRCH when none is left */
+	send_result(j, false);
+}
+
+static long
+on_drain_timeout(struct loop *l, void *arg)
+{
+	struct job *j = arg;
+
+	(void)l;
+	/* Exited, but something it started still holds the output open. */
+	j->drain_timer = NULL;
+	(void)child_signal(j->child, SIGKILL);
+	if (j->cout >= 0)
+		close_child_fd(j, j->cout);
+	if (j->cerr >= 0)
+		close_child_fd(j, j->cerr);
+	maybe_done(j);
+	return LOOP_NOMORE;
+}
+
+static long
+on_kill_timeout(struct loop *l, void *arg)
+{
+	struct job *j = arg;
+
+	(void)l;
+	j->kill_timer = NULL;
+	if (j->child && !j->exited) {
+		LOG_WARN("the training did not end within the %.0f s grace period: killing it",
+		         j->o->grace_s);
+		(void)child_signal(j->child, SIGKILL);
+	}
+	return LOOP_NOMORE;
+}
+
+/* Stop this node's training: SIG to its group now, KILL after the grace. */
+static void
+stop_local(struct job *j, int sig)
+{
+	if (!j->child || j->exited) {
+		if (!j->child)
+			send_result(j, !j->start_error[0]);
+		return;
+	}
+	(void)child_signal(j->child, sig);
+	if (!j->stopping) {
+		j->stopping = true;
+		j->kill_timer = loop_add_timer(j->loop, (long)(j->o->grace_s * 1000), on_kill_timeout, j);
+	}
+}
+
+static void
+on_child_exit(struct job *j)
+{
+	j->exited = true;
+	loop_del_timer(j->loop, j->kill_timer);
+	j->kill_timer = NULL;
+	if (j->cout >= 0 || j->cerr >= 0)
+		j->drain_timer = loop_add_timer(j->loop, DRAIN_MS, on_drain_timeout, j);
+	maybe_done(j);
+}
+
+static int
+forwarded(const struct run_opts *o, int sig)
+{
+	for (int i = 0; i < o->nforward; i++)
+		if (o->forward[i].from == sig)
+			return o->forward[i].to;
+	return sig;
+}
+
+static void
+on_signal(struct loop *l, int fd, short revents, void *arg)
+{
+	struct job *j = arg;
+	int sig;
+
+	(void)l;
+	(void)revents;
+	while ((sig = sig_fd_read(fd, NULL)) > 0) {
+		switch (sig) {
+		case SIGCHLD:
+			if (j->child && !j->exited) {
+				int rc = child_reap(j->child);
+
+				if (rc < 0)
+					LOG_ERR("waitpid: %s", strerror(-rc));
+				if (child_exited(j->child))
+					on_child_exit(j);
+			} else {
+				/* grandchildren the subreaper inherited */
+				while (waitpid(-1, NULL, WNOHANG) > 0)
+					;
+			}
+			break;
+		case SIGTERM:
+		case SIGINT:
+		case SIGHUP:
+		case SIGQUIT:
+			LOG_INFO("got %s: stopping the training", sig_name(sig));
+			if (!j->agent_signal)
+				j->agent_signal = sig;
+			stop_local(j, sig == SIGQUIT ? SIGTERM : sig);
+			break;
+		default:
+			if (j->child && !j->exited)
+				(void)child_signal(j->child, forwarded(j->o, sig));
+			break;
+		}
+	}
+}
+
+/* ---- the coordinator ---------------------------------------------------- */
+
+static void finish(struct job *j);
+
+static void
+command_stop(struct job *j, const char *why)
+{
+	char *text;
+	cJSON *c;
+
+	if (j->job_stopping)
+		return;
+	j->job_stopping = true;
+	c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "command", "stop");
+	cJSON_AddStringToObject(c, "reason", why);
+	text = cJSON_PrintUnformatted(c);
+	cJSON_Delete(c);
+	for (int r = 0; text && r < j->size; r++)
+		if (!j->results[r].have)
+			(void)peer_send(j->p, r, PEER_TAG_COMMAND, text);
+	free(text);
+	emit_event(j, j->node, j->rank, "stop", VIGIL_SEVERITY_WARNING, why, NULL);
+	j->lost_timer = NULL;
+}
+
+static long
+on_lost_timeout(struct loop *l, void *arg)
+{
+	struct job *j = arg;
+
+	(void)l;
+	j->lost_timer = NULL;
+	for (int r = 0; r < j->size; r++)
+		if (!j->results[r].have)
+			LOG_ERR("rank %d did not report within %.0f s of the stop", r,
+			        j->o->grace_s + LOST_AFTER_STOP_S);
+	j->clean = false;
+	finish(j);
+	return LOOP_NOMORE;
+}
+
+static void
+take_result(struct job *j, int rank, const char *text)
+{
+	struct node_result *nr = &j->results[rank];
+	cJSON *o = cJSON_Parse(text);
+	char why[512];
+
+	if (!o || nr->have) {
+		cJSON_Delete(o);
+		return;
+	}
+	nr->have = true;
+	j->nresults++;
+	snprintf(nr->node, sizeof(nr->node), "%s", json_str(o, "node", "?"));
+	nr->idle = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "idle"));
+	nr->exit_code = (int)json_num(o, "exit_code", VIGIL_EXIT_INTERNAL);
+	nr->signal = (int)json_num(o, "signal", 0);
+	nr->agent_signal = (int)json_num(o, "agent_signal", 0);
+	nr->seconds = json_num(o, "seconds", 0);
+	snprintf(nr->error, sizeof(nr->error), "%s", json_str(o, "error", ""));
+	nr->tail = cJSON_DetachItemFromObjectCaseSensitive(o, "stderr_tail");
+	cJSON_Delete(o);
+
+	if (!nr->idle) {
+		cJSON *d = cJSON_CreateObject();
+		char msg[512];
+
+		cJSON_AddNumberToObject(d, "exit_code", nr->exit_code);
+		if (nr->signal)
+			cJSON_AddStringToObject(d, "signal", sig_name(nr->signal));
+		if (nr->error[0])
+			cJSON_AddStringToObject(d, "error", nr->error);
+		snprintf(msg, sizeof(msg), "training ended with status %d", nr->exit_code);
+		emit_event(j, nr->node, rank, VIGIL_EVENT_EXIT,
+		           nr->exit_code ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_INFO, msg, d);
+	}
+	if ((nr->exit_code != 0 || nr->agent_signal) && j->first_fail < 0) {
+		j->first_fail = rank;
+		if (nr->agent_signal && !nr->exit_code)
+			snprintf(why, sizeof(why), "%s (rank %d) was told to stop (%s)", nr->node,
+			         rank, sig_name(nr->agent_signal));
+		else if (nr->signal)
+			snprintf(why, sizeof(why), "%s (rank %d): the training was killed by %s",
+			         nr->node, rank, sig_name(nr->signal));
+		else
+			snprintf(why, sizeof(why), "%s (rank %d): the training exited with status %d",
+			         nr->node, rank, nr->exit_code);
+		command_stop(j, why);
+		if (j->nresults < j->size)
+			j->lost_timer = loop_add_timer(j->loop,
+			        (long)((j->o->grace_s + LOST_AFTER_STOP_S) * 1000), on_lost_timeout, j);
+	}
+	if (j->nresults == j->size)
+		finish(j);
+}
+
+static const char *
+job_state(const struct job *j)
+{
+	for (int r = 0; r < j->size; r++)
+		if (j->results[r].have && j->results[r].agent_signal)
+			return VIGIL_STATE_STOPPED;
+	if (j->first_fail >= 0 || j->nresults < j->size)
+		return VIGIL_STATE_ERROR;
+	return VIGIL_STATE_SUCCEEDED;
+}
+
+static int
+job_exit_code(const struct job *j)
+{
+	if (j->first_fail >= 0) {
+		const struct node_result *nr = &j->results[j->first_fail];
+
+		if (nr->exit_code)
+			return nr->exit_code;
+		if (nr->agent_signal)
+			return 128 + nr->agent_signal;
+	}
+	if (j->nresults < j->size)
+		return VIGIL_EXIT_INTERNAL;
+	return 0;
+}
+
+static void
+write_report(struct job *j, const char *state, int code)
+{
+	cJSON *r = cJSON_CreateObject(), *nodes, *cmd;
+	char ts[32];
+	char *text;
+	FILE *f;
+
+	if (!r)
+		return;
+	events_timestamp(ts, sizeof(ts));
+	cJSON_AddStringToObject(r, "state", state);
+	cJSON_AddNumberToObject(r, "exit_code", code);
+	cJSON_AddStringToObject(r, "mode", mode_name(j->o->mode));
+	cmd = cJSON_AddArrayToObject(r, "command");
+	for (int i = 0; cmd && j->o->cmd[i]; i++)
+		cJSON_AddItemToArray(cmd, cJSON_CreateString(j->o->cmd[i]));
+	cJSON_AddStringToObject(r, "ended", ts);
+	cJSON_AddNumberToObject(r, "seconds", now_s() - j->t0);
+	cJSON_AddNumberToObject(r, "nodes_total", j->size);
+	nodes = cJSON_AddArrayToObject(r, "nodes");
+	for (int k = 0; nodes && k < j->size; k++) {
+		const struct node_result *nr = &j->results[k];
+		cJSON *n = cJSON_CreateObject();
+
+		cJSON_AddItemToArray(nodes, n);
+		cJSON_AddStringToObject(n, "node", nr->have ? nr->node : "?");
+		cJSON_AddNumberToObject(n, "rank", k);
+		if (!nr->have) {
+			cJSON_AddStringToObject(n, "state", "lost");
+			continue;
+		}
+		cJSON_AddStringToObject(n, "state", nr->idle ? "idle" :
+		                        nr->exit_code ? VIGIL_STATE_ERROR : VIGIL_STATE_SUCCEEDED);
+		cJSON_AddNumberToObject(n, "exit_code", nr->exit_code);
+		if (nr->signal)
+			cJSON_AddStringToObject(n, "signal", sig_name(nr->signal));
+		if (nr->error[0])
+			cJSON_AddStringToObject(n, "error", nr->error);
+		cJSON_AddNumberToObject(n, "seconds", nr->seconds);
+		if (nr->tail)
+			cJSON_AddItemToObject(n, "stderr_tail", cJSON_Duplicate(nr->tail, 1));
+	}
+	if (j->first_fail >= 0) {
+		const struct node_result *nr = &j->results[j->first_fail];
+		cJSON *ff = cJSON_AddObjectToObject(r, "first_failure");
+
+		cJSON_AddStringToObject(ff, "node", nr->node);
+		cJSON_AddNumberToObject(ff, "rank", j->first_fail);
+		cJSON_AddNumberToObject(ff, "exit_code", nr->exit_code);
+		if (nr->signal)
+			cJSON_AddStringToObject(ff, "signal", sig_name(nr->signal));
+		if (nr->error[0])
+			cJSON_AddStringToObject(ff, "error", nr->error);
+		if (nr->tail)
+			cJSON_AddItemToObject(ff, "stderr_tail", cJSON_Duplicate(nr->tail, 1));
+	} else {
+		cJSON_AddNullToObject(r, "first_failure");
+	}
+	text = cJSON_Print(r);
+	cJSON_Delete(r);
+	if (!text)
+		return;
+	/* write then rename: a reader never sees half a report */
+	{
+		char tmp[4096];
+
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", j->o->report, (long)getpid());
+		f = fopen(tmp, "w");
+		if (!f || fprintf(f, "%s\n", text) < 0 || fflush(f) != 0 ||
+		    fsync(fileno(f)) != 0 || fclose(f) != 0 || rename(tmp, j->o->report) != 0) {
+			LOG_ERR("cannot write the report %s: %s", j->o->report, strerror(errno));
+			(void)unlink(tmp);
+		}
+	}
+	free(text);
+}
+
+/* One message for a failure to start shared by many nodes, not one per node. */
+static void
+say_start_errors(const struct job *j)
+{
+	for (int r = 0; r < j->size; r++) {
+		const struct node_result *nr = &j->results[r];
+		int same = 0;
+		bool first = true;
+
+		if (!nr->have || !nr->error[0])
+			continue;
+		for (int k = 0; k < j->size; k++) {
+			if (!j->results[k].have || strcmp(j->results[k].error, nr->error) != 0)
+				continue;
+			if (k < r)
+				first = false;
+			same++;
+		}
+		if (first)
+			log_say("vigil: %s (on %d of %d node%s)\n", nr->error, same, j->size,
+			        j->size == 1 ? "" : "s");
+	}
+}
+
+/* Coordinator: every node reported (or the rest are lost).  End the job. */
+static void
+finish(struct job *j)
+{
+	const char *state = job_state(j);
+	int code = job_exit_code(j);
+	char msg[512];
+	cJSON *d, *fin;
+	char *text;
+
+	loop_del_timer(j->loop, j->lost_timer);
+	j->lost_timer = NULL;
+	say_start_errors(j);
+	if (j->first_fail >= 0) {
+		const struct node_result *nr = &j->results[j->first_fail];
+
+		snprintf(msg, sizeof(msg), "job %s: %s (rank %d) %s %d after %.1f s", state, nr->node,
+		         j->first_fail, nr->error[0] ? "could not start the training, status" :
+		         "ended first, with status", code, nr->seconds);
+	} else if (j->nresults < j->size) {
+		snprintf(msg, sizeof(msg), "job %s: %d of %d nodes never reported", state,
+		         j->size - j->nresults, j->size);
+	} else {
+		snprintf(msg, sizeof(msg), "job %s on %d node%s in %.1f s", state, j->size,
+		         j->size == 1 ? "" : "s", now_s() - j->t0);
+	}
+	log_say("vigil: %s\n", msg);
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "state", state);
+	cJSON_AddNumberToObject(d, "exit_code", code);
+	emit_event(j, j->node, j->rank, VIGIL_EVENT_JOB,
+	           strcmp(state, VIGIL_STATE_SUCCEEDED) ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_INFO,
+	           msg, d);
+	if (j->o->report)
+		write_report(j, state, code);
+
+	fin = cJSON_CreateObject();
+	cJSON_AddNumberToObject(fin, "exit_code", code);
+	cJSON_AddStringToObject(fin, "state", state);
+	text = cJSON_PrintUnformatted(fin);
+	cJSON_Delete(fin);
+	for (int r = 1; text && r < j->size; r++)
+		if (j->results[r].have)
+			(void)peer_send(j->p, r, PEER_TAG_FINAL, text);
+	free(text);
+	j->exit_code = code;
+	j->finished = true;
+	loop_stop(j->loop);
+}
+
+/* ---- MPI progress, once per loop turn ----------------------------------- */
+
+static long
+before_poll(struct loop *l, void *arg)
+{
+	struct job *j = arg;
+	int src, tag, rc;
+	char *msg;
+
+	(void)l;
+	while (!j->finished && (rc = peer_poll(j->p, &src, &tag, &msg)) == 1) {
+		cJSON *o = cJSON_Parse(msg);
+
+		if (tag == PEER_TAG_RESULT && j->rank == 0) {
+			take_result(j, src, msg);
+		} else if (tag == PEER_TAG_COMMAND) {
+			LOG_INFO("stopping: %s", json_str(o, "reason", "the coordinator said so"));
+			stop_local(j, SIGTERM);
+		} else if (tag == PEER_TAG_FINAL) {
+			j->exit_code = (int)json_num(o, "exit_code", VIGIL_EXIT_INTERNAL);
+			j->finished = true;
+			loop_stop(j->loop);
+		}
+		cJSON_Delete(o);
+		free(msg);
+	}
+	if (rc < 0 && !j->finished) {
+		LOG_ERR("MPI failed while the job ran");
+		j->exit_code = VIGIL_EXIT_INTERNAL;
+		j->clean = false;
+		j->finished = true;
+		loop_stop(j->loop);
+	}
+	if (!peer_is_mpi(j->p))
+		return -1;
+	/* MPI is not a descriptor: look again soon, sooner with traffic in
+	 * flight.  50 ms keeps an idle agent near zero CPU. */
+	return peer_busy(j->p) ? 2 : 50;
+}
+
+/* ---- launch ------------------------------------------------------------- */
+
+static int
+start_training(struct job *j)
+{
+	struct child_opts co = {
+		.argv = j->launch.argv, .envp = j->launch.envp, .sigmask = &j->oldmask,
+		.pty_stdout = isatty(STDOUT_FILENO) || getenv("VIGIL_PTY") != NULL,
+	};
+	char prefix[300];
+	int rc;
+
+	/* Under mpirun our stdout is usually a terminal, so the training
+	 * gets one too and line-buffers its prints as it would at a shell. */
+	if (getenv("VIGIL_PTY"))
+		co.pty_stdout = strcmp(getenv("VIGIL_PTY"), "0") != 0;
+	rc = child_spawn(&co, &j->child);
+	if (rc < 0) {
+		j->start_code = rc == -ENOENT ? 127 : 126;
+		snprintf(j->start_error, sizeof(j->start_error), "cannot run '%s': %s",
+		         j->launch.argv[0], rc == -ENOENT ? "command not found" : strerror(-rc));
+		send_result(j, false);
+		return 0;
+	}
+	j->cout = child_stdout_fd(j->child);
+	j->cerr = child_stderr_fd(j->child);
+	j->out = output_new(STDOUT_FILENO, OUTPUT_CAP);
+	j->err = output_new(STDERR_FILENO, OUTPUT_CAP);
+	j->errlines = linebuf_new(TAIL_LINE_MAX);
+	if (!j->out || !j->err || !j->errlines)
+		return -ENOMEM;
+	if (j->o->tag_output) {
+		snprintf(prefix, sizeof(prefix), "[%s:%d] ", j->node, j->rank);
+		output_set_prefix(j->out, prefix);
+		output_set_prefix(j->err, prefix);
+	}
+	if (!j->o->output_all && j->rank != 0)
+		output_set_discard(j->out, true);
+	if (loop_add_fd(j->loop, j->cout, POLLIN, on_child_fd, j) < 0 ||
+	    loop_add_fd(j->loop, j->cerr, POLLIN, on_child_fd, j) < 0 ||
+	    loop_add_fd(j->loop, STDOUT_FILENO, 0, on_dest, j) < 0 ||
+	    loop_add_fd(j->loop, STDERR_FILENO, 0, on_dest, j) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/*
+ * The plan arrived: build this node's launch.  NODES (the plan's node
+ * list) must outlive the launch's use of the plan.
+ */
+static int
+build_launch(struct job *j, const cJSON *plan, struct mode_node **nodes_out,
+             char *err, size_t errlen)
+{
+	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(plan, "nodes");
+	int n = cJSON_GetArraySize(nodes);
+	struct mode_node *mn = calloc((size_t)(n > 0 ? n : 1), sizeof(*mn));
+	char hostfile[4096], mpich[4096], rundir[3900];
+	const char *tmp = getenv("TMPDIR");
+	struct mode_plan mp = { 0 };
+
+	*nodes_out = mn;
+	if (!mn)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		const cJSON *x = cJSON_GetArrayItem(nodes, i);
+
+		mn[i].host = json_str(x, "host", "?");
+		mn[i].slots = (int)json_num(x, "slots", 0);
+		if (mn[i].slots < 1)
+			mn[i].slots = 1;  /* a CPU node: SLOTS is 1 */
+	}
+	if (j->o->run_dir)
+		snprintf(rundir, sizeof(rundir), "%s", j->o->run_dir);
+	else
+		snprintf(rundir, sizeof(rundir), "%s/vigil.%s", tmp && *tmp ? tmp : "/tmp",
+		         json_str(plan, "job", "0"));
+	if (j->o->hostfile)
+		snprintf(hostfile, sizeof(hostfile), "%s", j->o->hostfile);
+	else
+		snprintf(hostfile, sizeof(hostfile), "%s/hostfile", rundir);
+	if (j->o->mpich_hostfile)
+		snprintf(mpich, sizeof(mpich), "%s", j->o->mpich_hostfile);
+	else
+		snprintf(mpich, sizeof(mpich), "%s/mpich_hostfile", rundir);
+
+	mp.mode = j->o->mode;
+	mp.nodes = mn;
+	mp.nnodes = n;
+	mp.node_rank = j->rank;
+	mp.master_addr = json_str(plan, "master_addr", "127.0.0.1");
+	mp.master_port = (int)json_num(plan, "master_port", 0);
+	mp.ps = j->o->ps;
+	mp.tf_port = j->o->tf_port;
+	mp.vendor = j->vendor;
+	mp.nslots = (int)j->nslots;
+	mp.hostfile = hostfile;
+	mp.mpich_hostfile = mpich;
+	mp.argv = j->o->cmd;
+	mp.envp = environ;
+	return mode_build(&mp, &j->launch, err, errlen);
+}
+
+/* --dry-run: every node describes its launch; the coordinator prints them in order. */
+static int
+dry_run(struct job *j, int build_rc, const char *err)
+{
+	struct peer_gather *pg = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int rc, code = VIGIL_EXIT_OK;
+
+	if (!f)
+		return VIGIL_EXIT_INTERNAL;
+	fprintf(f, "== %s (rank %d, %s mode)\n", j->node, j->rank, mode_name(j->o->mode));
+	if (build_rc < 0)
+		fprintf(f, "error: %s\n", err);
+	else
+		mode_describe(f, &j->launch, environ);
+	fclose(f);
+	rc = peer_gather_start(j->p, text, &pg);
+	if (rc == 0)
+		rc = peer_gather_wait(pg, j->cfg->gather_timeout_s);
+	if (rc != 1) {
+		LOG_ERR("the dry run could not gather every node's description");
+		code = VIGIL_EXIT_INTERNAL;
+	} else if (j->rank == 0) {
+		for (int r = 0; r < j->size; r++)
+			log_say("%s", peer_gather_get(pg, r));
+	}
+	if (build_rc < 0)
+		code = VIGIL_EXIT_USAGE;
+	j->clean = rc == 1;
+	peer_gather_free(pg);
+	free(text);
+	return code;
+}
+
+/* Discover and pre-check this node; returns the payload for the coordinator. */
+static char *
+survey(struct job *j, struct slot **slots, size_t *nslots)
+{
+	struct check_report report = { 0 };
+	struct topo *t = NULL;
+	char error[512] = "";
+	char *payload;
+	int rc;
+
+	rc = topo_load(j->o->topology, &t);
+	if (rc == 0)
+		rc = topo_slots(t, slots, nslots);
+	topo_free(t);
+	if (rc < 0) {
+		snprintf(error, sizeof(error), "slots: discovery failed: %s", strerror(-rc));
+	} else {
+		if (*nslots > 0)
+			j->vendor = slot_vendor_name((*slots)[0].vendor);
+		j->nslots = *nslots;
+		if (j->o->precheck) {
+			struct check_ctx ctx = {
+				.cfg = j->cfg, .slots = *slots, .nslots = *nslots, .all = true,
+			};
+
+			rc = check_run(&ctx, &report);
+			if (rc < 0)
+				snprintf(error, sizeof(error), "cannot run the pre-check on %s: %s",
+				         j->cfg->sysfs_root, strerror(-rc));
+		}
+	}
+	payload = node_info(j, &report, error[0] ? error : NULL, j->nslots, j->vendor);
+	check_report_free(&report);
+	return payload;
+}
+
+static void
+node_name(char *buf, size_t len)
+{
+	const char *env = getenv("VIGIL_NODE_NAME");
+
+	if (env && *env) {
+		snprintf(buf, len, "%s", env);
+		return;
+	}
+	if (gethostname(buf, len) < 0)
+		snprintf(buf, len, "unknown");
+	buf[len - 1] = '\0';
+}
+
+/* Run the loop until the job is over for this node. */
+static void
+watch(struct job *j)
+{
+	while (!j->finished) {
+		int rc = loop_run(j->loop);
+
+		if (rc < 0) {
+			LOG_ERR("poll: %s", strerror(-rc));
+			j->exit_code = VIGIL_EXIT_INTERNAL;
+			j->clean = false;
+			break;
+		}
+	}
+}
+
+int
+run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***argv)
+{
+	struct job job = { .o = o, .cfg = cfg, .sigfd = -1, .cout = -1, .cerr = -1,
+	                   .first_fail = -1, .exit_code = VIGIL_EXIT_INTERNAL, .clean = true };
+	struct job *j = &job;
+	struct slot *slots = NULL;
+	size_t nslots = 0;
+	struct peer_gather *pg = NULL;
+	struct mode_node *mnodes = NULL;
+	char *payload = NULL, *plan_text = NULL, err[512] = "";
+	cJSON *plan = NULL;
+	int rc;
+
+	j->t0 = now_s();
+	node_name(j->node, sizeof(j->node));
+	log_set_identity(j->node, -1);
+	/* Before MPI_Init, so that the threads MPI starts inherit the mask
+	 * and every handled signal waits in the signalfd for the loop. */
+	rc = sig_block(&j->oldmask);
+	if (rc == 0)
+		rc = child_set_subreaper();
+	if (rc < 0) {
+		LOG_ERR("cannot set up signal handling: %s", strerror(-rc));
+		return VIGIL_EXIT_INTERNAL;
+	}
+	rc = peer_init(argc, argv, &j->p);
+	if (rc < 0) {
+		LOG_ERR("MPI initialisation failed");
+		return VIGIL_EXIT_INTERNAL;
+	}
+	j->rank = peer_rank(j->p);
+	j->size = peer_size(j->p);
+	log_set_identity(j->node, peer_is_mpi(j->p) ? j->rank : -1);
+	if (j->rank == 0 && o->events) {
+		rc = events_open(o->events, &j->ev);
+		if (rc < 0)
+			LOG_ERR("cannot open the event log %s: %s", o->events, strerror(-rc));
+	}
+
+	/* Pre-check, gathered at the coordinator, which plans or refuses. */
+	payload = survey(j, &slots, &nslots);
+	if (!payload || peer_gather_start(j->p, payload, &pg) < 0) {
+		LOG_ERR("cannot send this node's report");
+		j->clean = false;
+		goto out;
+	}
+	rc = peer_gather_wait(pg, cfg->gather_timeout_s);
+	if (rc < 0) {
+		j->clean = false;
+		goto out;
+	}
+	if (j->rank == 0) {
+		char *mine = make_plan(j, pg);
+		cJSON *pj = mine ? cJSON_Parse(mine) : NULL;
+		char job_id[64];
+		char *text;
+
+		if (!pj) {
+			free(mine);
+			LOG_ERR("out of memory");
+			j->clean = false;
+			goto out;
+		}
+		/* One name for this job's files, the same on every node. */
+		snprintf(job_id, sizeof(job_id), "%s", getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "");
+		if (!job_id[0])
+			snprintf(job_id, sizeof(job_id), "%ld", (long)getpid());
+		cJSON_AddStringToObject(pj, "job", job_id);
+		text = cJSON_PrintUnformatted(pj);
+		cJSON_Delete(pj);
+		free(mine);
+		for (int r = 1; text && r < j->size; r++)
+			if (peer_gather_get(pg, r))
+				(void)peer_send(j->p, r, PEER_TAG_PLAN, text);
+		plan_text = text;
+		/* a node that never reported hung or died: MPI_Finalize would wait on it */
+		if (rc != 1)
+			j->clean = false;
+	} else {
+		if (rc != 1) {
+			LOG_ERR("the coordinator did not take this node's report within %.0f s",
+			        cfg->gather_timeout_s);
+			j->clean = false;
+			goto out;
+		}
+		plan_text = await_plan(j, cfg->gather_timeout_s + 30);
+		if (!plan_text) {
+			LOG_ERR("no plan from the coordinator");
+			j->clean = false;
+			goto out;
+		}
+	}
+	plan = cJSON_Parse(plan_text);
+	if (!plan) {
+		j->clean = false;
+		goto out;
+	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "go"))) {
+		j->exit_code = (int)json_num(plan, "exit_code", VIGIL_EXIT_UNHEALTHY);
+		goto out;
+	}
+
+	rc = build_launch(j, plan, &mnodes, err, sizeof(err));
+	if (o->dry_run) {
+		j->exit_code = dry_run(j, rc, err);
+		goto out;
+	}
+	j->loop = loop_new();
+	j->sigfd = sig_fd_open();
+	if (!j->loop || j->sigfd < 0 || loop_add_fd(j->loop, j->sigfd, POLLIN, on_signal, j) < 0) {
+		LOG_ERR("cannot set up the event loop");
+		j->clean = false;
+		goto out;
+	}
+	loop_set_before_poll(j->loop, before_poll, j);
+	if (j->rank == 0) {
+		j->results = calloc((size_t)j->size, sizeof(*j->results));
+		if (!j->results)
+			goto out;
+		log_say("vigil: %s training on %d node%s, master %s:%d: %s\n", mode_name(o->mode),
+		        j->size, j->size == 1 ? "" : "s", json_str(plan, "master_addr", "?"),
+		        (int)json_num(plan, "master_port", 0), o->cmd[0]);
+		emit_event(j, j->node, 0, VIGIL_EVENT_LAUNCH, VIGIL_SEVERITY_INFO,
+		           "starting the training", NULL);
+	}
+	if (rc < 0) {
+		j->start_code = VIGIL_EXIT_USAGE;
+		snprintf(j->start_error, sizeof(j->start_error), "%s", err);
+		send_result(j, false);
+	} else if ((rc = mode_write_files(&j->launch, err, sizeof(err))) < 0) {
+		j->start_code = VIGIL_EXIT_INTERNAL;
+		snprintf(j->start_error, sizeof(j->start_error), "%s", err);
+		send_result(j, false);
+	} else if (!j->launch.run) {
+		send_result(j, true);  /* no training here; keep watching */
+	} else if (start_training(j) < 0) {
+		LOG_ERR("out of memory");
+		goto out;
+	}
+	watch(j);
+out:
+	if (j->child) {
+		if (!j->exited)
+			LOG_WARN("the job ended before this node's training: stopping it");
+		(void)child_signal(j->child, SIGKILL);
+	}
+	if (j->out)
+		(void)output_drain(j->out, 2000);
+	if (j->err)
+		(void)output_drain(j->err, 2000);
+	/* Let the FINAL messages leave before MPI goes away. */
+	if (j->rank == 0 && j->p)
+		(void)peer_flush(j->p, 5);
+	rc = j->exit_code;
+	if (j->ev) {
+		int erc = events_close(j->ev);
+
+		if (erc < 0)
+			LOG_ERR("cannot write events to %s: %s", o->events, strerror(-erc));
+	}
+	child_free(j->child);
+	output_free(j->out);
+	output_free(j->err);
+	linebuf_free(j->errlines);
+	for (int i = 0; i < TAIL_LINES; i++)
+		free(j->tail[i]);
+	if (j->results)
+		for (int r = 0; r < j->size; r++)
+			cJSON_Delete(j->results[r].tail);
+	free(j->results);
+	mode_launch_free(&j->launch);
+	free(mnodes);
+	cJSON_Delete(plan);
+	free(plan_text);
+	free(payload);
+	peer_gather_free(pg);
+	topo_slots_free(slots, nslots);
+	if (j->sigfd >= 0)
+		sig_fd_close(j->sigfd);
+	loop_free(j->loop);
+	peer_finalize(j->p, j->clean);
+	return rc;
+}

@@ -1,0 +1,76 @@
+#!/bin/bash
+# vigil run under mpirun with 4 ranks: the distributed environment, one
+# node's crash stopping every node, a command that is not found, signals
+# through mpirun, output options, and the dry run.
+. "$(dirname "$0")/lib.sh"
+
+np=4
+vrun() { run_mpi -np "$np" "$VIGIL" run --precheck off "$@"; }
+
+# PyTorch mode: the manual's variables, the same master everywhere.
+out=$(vrun --mode pytorch -- sh -c 'echo "env $RANK $WORLD_SIZE $SLOTS $MASTER_ADDR:$MASTER_PORT"' 2>"$SCRATCH/err"); rc=$?
+expect_eq "pytorch env exit" 0 "$rc"
+expect_eq "one line per node" "0 1 2 3" "$(printf '%s\n' "$out" | awk '/^env /{print $2}' | sort -n | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "WORLD_SIZE and SLOTS" "4 1" "$(printf '%s\n' "$out" | awk '/^env /{print $3, $4}' | sort -u)"
+expect_eq "one master for all" 1 "$(printf '%s\n' "$out" | awk '/^env /{print $5}' | sort -u | wc -l)"
+expect_match "master port chosen" ':[0-9]+$' "$(printf '%s\n' "$out" | awk '/^env /{print $5}' | head -1)"
+expect_eq "banner once, from the coordinator" 1 "$(grep -c '^vigil: pytorch training on 4 nodes' "$SCRATCH/err")"
+
+# One node's training crashes: every node's training is stopped, the job
+# exits with that node's status, the report names it.
+ck="$SCRATCH/ck"
+start=$(date +%s)
+out=$(vrun --mode pytorch --grace 5 --report "$SCRATCH/report.json" --events "$SCRATCH/ev.jsonl" -- \
+	sh -c "if [ \"\$RANK\" = 2 ]; then exec $SIM --iters 100000 --iter-ms 20 --crash-at 5 --crash-code 7 --ckpt-dir $ck.\$RANK; else exec $SIM --iters 100000 --iter-ms 20 --ckpt-dir $ck.\$RANK; fi" \
+	2>"$SCRATCH/err"); rc=$?
+elapsed=$(( $(date +%s) - start ))
+expect_eq "crash status is the job's" 7 "$rc"
+if [ "$elapsed" -lt 30 ]; then pass "crash ended the job in ${elapsed}s"; else fail "crash took ${elapsed}s"; fi
+expect_eq "the three other trainings got SIGTERM" 3 "$(printf '%s\n' "$out" | grep -c '^signal SIGTERM$')"
+summary=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["state"], r["exit_code"], r["first_failure"]["rank"], r["first_failure"]["exit_code"],
+      sorted(n["exit_code"] for n in r["nodes"]))' "$SCRATCH/report.json")
+expect_eq "report names rank 2" "error 7 2 7 [7, 143, 143, 143]" "$summary"
+expect_match "job event" '"kind":"job".*"exit_code":7' "$(tail -n 1 "$SCRATCH/ev.jsonl")"
+no_leftovers "after the crash" "$ck."
+
+# A command that is not found: 127, and one message for all nodes.
+out=$(vrun -- no-such-command-vigil 2>&1); rc=$?
+expect_eq "missing command under mpirun is 127" 127 "$rc"
+expect_eq "one message from the coordinator" 1 "$(printf "%s\n" "$out" | grep -c "cannot run .no-such-command-vigil.")"
+expect_match "it counts the nodes" "command not found \(on 4 of 4 nodes\)" "$out"
+
+# SIGUSR1 to mpirun reaches every training exactly once, then each saves
+# its checkpoint and exits 0: the job succeeds.
+log="$SCRATCH/usr1.out"
+# (mpirun itself in the background, so that $! is mpirun)
+"${MPIRUN:-mpirun}" --oversubscribe --bind-to none -np "$np" "$VIGIL" run --precheck off --mode pytorch -- \
+	"$SIM" --iters 100000 --iter-ms 20 --ckpt-dir "$ck.usr1" >"$log" 2>&1 &
+mpi=$!
+for i in $(seq 1 200); do [ "$(grep -c '^ready ' "$log")" -ge 4 ] && break; sleep 0.05; done
+expect_eq "four trainings ready" 4 "$(grep -c '^ready ' "$log")"
+kill -USR1 "$mpi"
+wait "$mpi"; rc=$?
+expect_eq "checkpointed job exit" 0 "$rc"
+expect_eq "SIGUSR1 once per training" 4 "$(grep -c '^signal SIGUSR1$' "$log")"
+expect_eq "four checkpoints" 4 "$(grep -c '^checkpoint saved at iteration' "$log")"
+no_leftovers "after SIGUSR1" "$ck.usr1"
+
+# --output coordinator: stdout of rank 0 only; --tag-output prefixes.
+out=$(vrun --output coordinator -- sh -c 'echo "line from $RANK"' 2>/dev/null)
+expect_eq "coordinator's stdout only" "line from 0" "$out"
+out=$(VIGIL_NODE_NAME=nodeX vrun --tag-output -- sh -c 'echo "hello $RANK"' 2>/dev/null)
+expect_match "tagged lines" '^\[nodeX:2\] hello 2$' "$out"
+expect_eq "four tagged lines" 4 "$(printf '%s\n' "$out" | grep -c '^\[nodeX:[0-3]\] hello [0-3]$')"
+
+# --dry-run: each node's environment, files and command, in rank order, nothing run.
+out=$(vrun --dry-run --mode deepspeed --run-dir "$SCRATCH/rd" -- deepspeed train.py 2>&1); rc=$?
+expect_eq "dry run exit" 0 "$rc"
+expect_eq "four node sections in order" "0 1 2 3" "$(printf '%s\n' "$out" | sed -n 's/^== .* (rank \([0-9]\), deepspeed mode)$/\1/p' | tr '\n' ' ' | sed 's/ $//')"
+expect_match "hostfile shown" "file: $SCRATCH/rd/hostfile" "$out"
+expect_match "command shown" "command: deepspeed train.py" "$out"
+if [ -e "$SCRATCH/rd/hostfile" ]; then fail "dry run wrote a file"; else pass "dry run wrote nothing"; fi
+
+finish
