@@ -51,6 +51,7 @@ enum vigil_exit {
 #define VIGIL_EVENT_VERDICT     "verdict"     /* the job-wide go/no-go */
 #define VIGIL_EVENT_LAUNCH      "launch"      /* a node started its training */
 #define VIGIL_EVENT_EXIT        "exit"        /* a node's training ended */
+#define VIGIL_EVENT_STOP        "stop"        /* the coordinator stops every training */
 #define VIGIL_EVENT_JOB         "job"         /* the job ended: state and status */
 
 /*

@@ -52,7 +52,9 @@
 
 #define TAIL_LINES 20            /* stderr lines kept for the report */
 #define TAIL_LINE_MAX 512
-#define READ_CHUNK 65536
+#define READ_CHUNK (128u << 10)  /* as cat reads; larger reads made the
+                                    * producer wait longer on the pipe lock */
+#define READS_PER_TURN 4         /* reads per wakeup before others get a turn */
 #define OUTPUT_CAP (1u << 20)    /* bytes of output held while our reader is slow */
 #define DRAIN_MS 2000            /* after the child exits, wait this long for EOF */
 #define LOST_AFTER_STOP_S 15.0   /* beyond the grace: a node that still has not reported */
@@ -436,39 +438,44 @@ on_child_fd(struct loop *l, int fd, short revents, void *arg)
 	static char buf[READ_CHUNK];
 	struct job *j = arg;
 	struct output *o = fd == j->cout ? j->out : j->err;
-	size_t room = output_room(o);
-	ssize_t n;
 	int rc;
 
 	(void)revents;
-	if (room == 0) {
-		loop_mod_fd(l, fd, 0);
-		return;
-	}
-	n = read(fd, buf, room < sizeof(buf) ? room : sizeof(buf));
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n <= 0) {
-		/* EOF; a pty master reads EIO once the child side is closed */
-		close_child_fd(j, fd);
-		maybe_done(j);
-		return;
-	}
-	if (o == j->err)
-		linebuf_feed(j->errlines, buf, (size_t)n, tail_line, j);
-	rc = output_push(o, buf, (size_t)n);
-	if (rc < 0 && rc != -EAGAIN) {
-		static bool said;
+	/* Read again until the pipe is empty (EAGAIN), up to READS_PER_TURN
+	 * times: the training often writes more while we pass the last read
+	 * on, and each poll() that sleeps costs a wakeup.  The bound leaves
+	 * signals and MPI their turn. */
+	for (int i = 0; i < READS_PER_TURN; i++) {
+		size_t room = output_room(o);
+		ssize_t n;
 
-		if (!said)
-			LOG_ERR("cannot pass the training's output on: %s; it is being lost",
-			        strerror(-rc));
-		said = true;
+		if (room == 0) {
+			loop_mod_fd(l, fd, 0);  /* back-pressure: resumed by on_dest() */
+			return;
+		}
+		n = read(fd, buf, room < sizeof(buf) ? room : sizeof(buf));
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			/* EOF; a pty master reads EIO once the child side is closed */
+			close_child_fd(j, fd);
+			maybe_done(j);
+			return;
+		}
+		if (o == j->err)
+			linebuf_feed(j->errlines, buf, (size_t)n, tail_line, j);
+		rc = output_push(o, buf, (size_t)n);
+		if (rc < 0 && rc != -EAGAIN) {
+			static bool said;
+
+			if (!said)
+				LOG_ERR("cannot pass the training's output on: %s; it is being lost",
+				        strerror(-rc));
+			said = true;
+		}
+		if (output_pending(o))
+			loop_mod_fd(l, output_fd(o), POLLOUT);
 	}
-	if (output_pending(o))
-		loop_mod_fd(l, output_fd(o), POLLOUT);
-	if (output_room(o) == 0)
-		loop_mod_fd(l, fd, 0);
 }
 
 /* ---- this node's end ---------------------------------------------------- */
@@ -665,7 +672,7 @@ command_stop(struct job *j, const char *why)
 		if (!j->results[r].have)
 			(void)peer_send(j->p, r, PEER_TAG_COMMAND, text);
 	free(text);
-	emit_event(j, j->node, j->rank, "stop", VIGIL_SEVERITY_WARNING, why, NULL);
+	emit_event(j, j->node, j->rank, VIGIL_EVENT_STOP, VIGIL_SEVERITY_WARNING, why, NULL);
 	j->lost_timer = NULL;
 }
 

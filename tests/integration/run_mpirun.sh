@@ -47,7 +47,7 @@ expect_match "it counts the nodes" "command not found \(on 4 of 4 nodes\)" "$out
 log="$SCRATCH/usr1.out"
 # (mpirun itself in the background, so that $! is mpirun)
 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none -np "$np" "$VIGIL" run --precheck off --mode pytorch -- \
-	"$SIM" --iters 100000 --iter-ms 20 --ckpt-dir "$ck.usr1" >"$log" 2>&1 &
+	"$SIM" --iters 100000 --iter-ms 20 --fork 1 --ckpt-dir "$ck.usr1" >"$log" 2>&1 &
 mpi=$!
 for i in $(seq 1 200); do [ "$(grep -c '^ready ' "$log")" -ge 4 ] && break; sleep 0.05; done
 expect_eq "four trainings ready" 4 "$(grep -c '^ready ' "$log")"
@@ -55,8 +55,33 @@ kill -USR1 "$mpi"
 wait "$mpi"; rc=$?
 expect_eq "checkpointed job exit" 0 "$rc"
 expect_eq "SIGUSR1 once per training" 4 "$(grep -c '^signal SIGUSR1$' "$log")"
+expect_eq "and once per grandchild" 4 "$(grep -c '^grandchild [0-9]* signal SIGUSR1$' "$log")"
 expect_eq "four checkpoints" 4 "$(grep -c '^checkpoint saved at iteration' "$log")"
 no_leftovers "after SIGUSR1" "$ck.usr1"
+
+# SIGTERM to one agent: its training ignores it and is killed after the
+# grace; the coordinator then stops the other nodes; the job is "stopped".
+log="$SCRATCH/term.out"
+"${MPIRUN:-mpirun}" --oversubscribe --bind-to none -np "$np" "$VIGIL" run --precheck off --mode pytorch \
+	--grace 2 --report "$SCRATCH/term.json" -- "$SIM" --iters 100000 --iter-ms 20 --ignore-term \
+	--ckpt-dir "$ck.term" >"$log" 2>&1 &
+mpi=$!
+for i in $(seq 1 200); do [ "$(grep -c '^ready ' "$log")" -ge 4 ] && break; sleep 0.05; done
+agent=$(pgrep -f -- "vigil run .*--ckpt-dir $ck.term" | while read -r p; do
+	[ "$(ps -o comm= -p "$p")" = vigil ] && echo "$p"; done | sed -n 2p)
+start=$(date +%s)
+kill -TERM "$agent"
+wait "$mpi"; rc=$?
+elapsed=$(( $(date +%s) - start ))
+expect_eq "ignored TERM: killed after the grace" 137 "$rc"
+if [ "$elapsed" -lt 20 ]; then pass "stopped in ${elapsed}s"; else fail "stop took ${elapsed}s"; fi
+summary=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["state"], r["exit_code"], sorted(n["exit_code"] for n in r["nodes"]))' "$SCRATCH/term.json")
+expect_eq "report: stopped, every training killed after the grace" "stopped 137 [137, 137, 137, 137]" "$summary"
+expect_eq "every training got TERM exactly once" 4 "$(grep -c '^signal SIGTERM$' "$log")"
+no_leftovers "after the stop" "$ck.term"
 
 # --output coordinator: stdout of rank 0 only; --tag-output prefixes.
 out=$(vrun --output coordinator -- sh -c 'echo "line from $RANK"' 2>/dev/null)
