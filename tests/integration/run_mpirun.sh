@@ -83,6 +83,23 @@ expect_eq "report: stopped, every training killed after the grace" "stopped 137 
 expect_eq "every training got TERM exactly once" 4 "$(grep -c '^signal SIGTERM$' "$log")"
 no_leftovers "after the stop" "$ck.term"
 
+# Byte-exact through the agents and mpirun's own forwarding (a terminal
+# per rank): 100 MiB of every byte value, then a 1 MiB line without a
+# newline, on each of 4 nodes; rank 0's stdout is compared.
+python3 - "$SCRATCH/big.bin" <<'PY'
+import sys
+with open(sys.argv[1], "wb") as f:
+    block = bytes(range(256)) * 4096
+    for _ in range(100):
+        f.write(block)
+    f.write(b"x" * (1 << 20))
+PY
+vrun --output coordinator -- cat "$SCRATCH/big.bin" > "$SCRATCH/big.out" 2>/dev/null; rc=$?
+expect_eq "4 ranks of cat exit" 0 "$rc"
+if cmp -s "$SCRATCH/big.bin" "$SCRATCH/big.out"; then pass "101 MiB byte-exact under mpirun"
+else fail "differs: $(cmp "$SCRATCH/big.bin" "$SCRATCH/big.out" 2>&1 | head -1)"; fi
+rm -f "$SCRATCH"/big.*
+
 # --output coordinator: stdout of rank 0 only; --tag-output prefixes.
 out=$(vrun --output coordinator -- sh -c 'echo "line from $RANK"' 2>/dev/null)
 expect_eq "coordinator's stdout only" "line from 0" "$out"
