@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "cmdline.h"
+#include "log.h"
 
 /* A growing string; a failed allocation sticks, so callers check once. */
 struct buf {
@@ -129,21 +130,6 @@ cmdline_free(char **argv)
 	free(argv);
 }
 
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Characters a word may hold and still need no quoting (those of Python's
  * shlex.quote). */
@@ -367,10 +353,10 @@ refuse(char *err, size_t errlen, const char *what, bool several, const char *she
 	put_double_quoted(&b, shell_text);
 	s = buf_take(&b);
 	if (!s) {
-		set_err(err, errlen, "out of memory");
+		log_errbuf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	set_err(err, errlen, "%s", s);
+	log_errbuf(err, errlen, "%s", s);
 	free(s);
 	return -EINVAL;
 }
@@ -400,14 +386,14 @@ refuse_op(char *err, size_t errlen, enum op_kind k, const char *op, const char *
 static int
 refuse_empty(char *err, size_t errlen)
 {
-	set_err(err, errlen, "the command is empty: give the training command after --");
+	log_errbuf(err, errlen, "the command is empty: give the training command after --");
 	return -EINVAL;
 }
 
 static int
 refuse_empty_first(char *err, size_t errlen)
 {
-	set_err(err, errlen, "the command must start with an executable, but its first word is empty");
+	log_errbuf(err, errlen, "the command must start with an executable, but its first word is empty");
 	return -EINVAL;
 }
 
@@ -565,11 +551,11 @@ check_line(const char *line, struct words *w, char *err, size_t errlen)
 	int rc = split_line(line, w, &kind, op, sizeof(op));
 
 	if (rc == -EILSEQ) {
-		set_err(err, errlen, "the command has a quote that is not closed");
+		log_errbuf(err, errlen, "the command has a quote that is not closed");
 		return -EINVAL;
 	}
 	if (rc == -ENOMEM) {
-		set_err(err, errlen, "out of memory");
+		log_errbuf(err, errlen, "out of memory");
 		return rc;
 	}
 	if (rc == 0 && w->n == 0)
@@ -582,7 +568,7 @@ check_line(const char *line, struct words *w, char *err, size_t errlen)
 	 * as written, so that it means what the user wrote. */
 	text = trimmed(line);
 	if (!text) {
-		set_err(err, errlen, "out of memory");
+		log_errbuf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	if (w->n > 0 && assignment_len(w->v[0]))
@@ -611,7 +597,7 @@ check_words(int argc, char *const argv[], struct words *w, char *err, size_t err
 		put_shell_words(&b, argc, argv);
 		text = buf_take(&b);
 		if (!text) {
-			set_err(err, errlen, "out of memory");
+			log_errbuf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
 		if (assignment_len(argv[0]))
@@ -624,7 +610,7 @@ check_words(int argc, char *const argv[], struct words *w, char *err, size_t err
 	for (int i = 0; i < argc; i++) {
 		rc = words_push(w, strdup(argv[i]));
 		if (rc < 0) {
-			set_err(err, errlen, "out of memory");
+			log_errbuf(err, errlen, "out of memory");
 			return rc;
 		}
 	}

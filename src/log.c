@@ -107,3 +107,15 @@ log_say(const char *fmt, ...)
 		log_write(text, (size_t)len < sizeof(text) ? (size_t)len : sizeof(text) - 1);
 	errno = saved;
 }
+
+void
+log_errbuf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}

@@ -31,6 +31,14 @@ void log_write(const char *text, size_t len);
 /* log_write() of a formatted message. */
 void log_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * Format a message into a caller's error buffer ERR of ERRLEN bytes (the
+ * "char *err, size_t errlen" out-parameters of fallible functions that
+ * explain themselves); a NULL or empty buffer is left alone.
+ */
+void log_errbuf(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 #define LOG_ERR(...)   log_msg(LOG_LEVEL_ERR, __VA_ARGS__)
 #define LOG_WARN(...)  log_msg(LOG_LEVEL_WARN, __VA_ARGS__)
 #define LOG_INFO(...)  log_msg(LOG_LEVEL_INFO, __VA_ARGS__)

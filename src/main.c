@@ -741,9 +741,12 @@ cmd_run(int argc, char **argv)
 {
 	struct run_opts o;
 	struct config cfg;
+	char node[256];
 	int rc;
 
 	run_opts_init(&o);
+	node_name(node, sizeof(node));
+	o.node = node;
 	config_init(&cfg);
 	rc = run_parse(argc, argv, &o, &cfg);
 	if (rc == 0) {

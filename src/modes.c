@@ -45,6 +45,7 @@
 #include <cJSON.h>
 
 #include "cmdline.h"
+#include "log.h"
 #include "modes.h"
 
 static const char *const names[] = { "single", "pytorch", "deepspeed", "horovod", "tensorflow" };
@@ -255,21 +256,6 @@ device_list(int n)
 	return s;
 }
 
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static bool
 valid_port(int port)
@@ -281,15 +267,15 @@ static int
 check_plan(const struct mode_plan *p, char *err, size_t errlen)
 {
 	if ((unsigned)p->mode >= sizeof(names) / sizeof(names[0])) {
-		set_err(err, errlen, "unknown mode %d", (int)p->mode);
+		log_errbuf(err, errlen, "unknown mode %d", (int)p->mode);
 		return -EINVAL;
 	}
 	if (!p->nodes || p->nnodes < 1) {
-		set_err(err, errlen, "%s: no nodes to run on", mode_name(p->mode));
+		log_errbuf(err, errlen, "%s: no nodes to run on", mode_name(p->mode));
 		return -EINVAL;
 	}
 	if (p->node_rank < 0 || p->node_rank >= p->nnodes) {
-		set_err(err, errlen, "%s: node rank %d is not among %d nodes",
+		log_errbuf(err, errlen, "%s: node rank %d is not among %d nodes",
 		        mode_name(p->mode), p->node_rank, p->nnodes);
 		return -EINVAL;
 	}
@@ -297,32 +283,32 @@ check_plan(const struct mode_plan *p, char *err, size_t errlen)
 		const struct mode_node *n = &p->nodes[i];
 
 		if (!n->host || !n->host[0]) {
-			set_err(err, errlen, "%s: node rank %d has no host name", mode_name(p->mode), i);
+			log_errbuf(err, errlen, "%s: node rank %d has no host name", mode_name(p->mode), i);
 			return -EINVAL;
 		}
 		if (n->slots < 1) {
-			set_err(err, errlen, "%s: node %s has %d slots; a node has at least 1",
+			log_errbuf(err, errlen, "%s: node %s has %d slots; a node has at least 1",
 			        mode_name(p->mode), n->host, n->slots);
 			return -EINVAL;
 		}
 	}
 	if (!p->argv || !p->argv[0]) {
-		set_err(err, errlen, "%s: no command to run", mode_name(p->mode));
+		log_errbuf(err, errlen, "%s: no command to run", mode_name(p->mode));
 		return -EINVAL;
 	}
 	if (!p->master_addr || !p->master_addr[0]) {
-		set_err(err, errlen, "%s: no master address", mode_name(p->mode));
+		log_errbuf(err, errlen, "%s: no master address", mode_name(p->mode));
 		return -EINVAL;
 	}
 	if (!valid_port(p->master_port)) {
-		set_err(err, errlen, "%s: master port %d is out of range (1-65535)",
+		log_errbuf(err, errlen, "%s: master port %d is out of range (1-65535)",
 		        mode_name(p->mode), p->master_port);
 		return -EINVAL;
 	}
 	switch (p->mode) {
 	case MODE_SINGLE:
 		if (p->nnodes != 1) {
-			set_err(err, errlen, "single mode runs on one node; got %d", p->nnodes);
+			log_errbuf(err, errlen, "single mode runs on one node; got %d", p->nnodes);
 			return -EINVAL;
 		}
 		break;
@@ -330,22 +316,22 @@ check_plan(const struct mode_plan *p, char *err, size_t errlen)
 	case MODE_HOROVOD:
 		if (!p->hostfile || !p->hostfile[0] ||
 		    (p->mode == MODE_HOROVOD && (!p->mpich_hostfile || !p->mpich_hostfile[0]))) {
-			set_err(err, errlen, "%s: no hostfile path", mode_name(p->mode));
+			log_errbuf(err, errlen, "%s: no hostfile path", mode_name(p->mode));
 			return -EINVAL;
 		}
 		break;
 	case MODE_TENSORFLOW:
 		if (p->ps < 0) {
-			set_err(err, errlen, "tensorflow: --ps %d is negative", p->ps);
+			log_errbuf(err, errlen, "tensorflow: --ps %d is negative", p->ps);
 			return -EINVAL;
 		}
 		if (p->ps >= p->nnodes) {
-			set_err(err, errlen, "tensorflow: --ps %d leaves no worker among %d nodes",
+			log_errbuf(err, errlen, "tensorflow: --ps %d leaves no worker among %d nodes",
 			        p->ps, p->nnodes);
 			return -EINVAL;
 		}
 		if (!valid_port(p->tf_port)) {
-			set_err(err, errlen, "tensorflow: port %d is out of range (1-65535)", p->tf_port);
+			log_errbuf(err, errlen, "tensorflow: port %d is out of range (1-65535)", p->tf_port);
 			return -EINVAL;
 		}
 		break;
@@ -802,7 +788,7 @@ nomem:
 	strv_free(&env);
 	strv_free(&argv);
 	mode_launch_free(out);
-	set_err(err, errlen, "%s: out of memory", mode_name(p->mode));
+	log_errbuf(err, errlen, "%s: out of memory", mode_name(p->mode));
 	return -ENOMEM;
 }
 
@@ -910,7 +896,7 @@ mode_write_files(const struct mode_launch *l, char *err, size_t errlen)
 		int rc = write_atomic(l->files[i].path, l->files[i].content);
 
 		if (rc < 0) {
-			set_err(err, errlen, "cannot write %s: %s", l->files[i].path, strerror(-rc));
+			log_errbuf(err, errlen, "cannot write %s: %s", l->files[i].path, strerror(-rc));
 			return rc;
 		}
 	}

@@ -323,8 +323,8 @@ make_plan(struct job *j, struct peer_gather *pg)
 			free(text);
 			text = NULL;
 		}
-		snprintf(msg, sizeof(msg), "pre-check failed on %d of %d node%s: not starting the training",
-		         blocked, j->size, j->size == 1 ? "" : "s");
+		snprintf(msg, sizeof(msg), "%d of %d node%s not ready (pre-check failed or no report): "
+		         "not starting the training", blocked, j->size, j->size == 1 ? "" : "s");
 		log_say("vigil: %s\n", msg);
 		cJSON_AddBoolToObject(plan, "go", false);
 		cJSON_AddNumberToObject(plan, "exit_code", VIGIL_EXIT_UNHEALTHY);
@@ -916,6 +916,9 @@ finish(struct job *j)
 	fin = cJSON_CreateObject();
 	cJSON_AddNumberToObject(fin, "exit_code", code);
 	cJSON_AddStringToObject(fin, "state", state);
+	/* MPI_Finalize waits for every rank: with a node lost, nobody may
+	 * call it, or the healthy nodes would wait on the lost one. */
+	cJSON_AddBoolToObject(fin, "finalize", j->nresults == j->size && j->clean);
 	text = cJSON_PrintUnformatted(fin);
 	cJSON_Delete(fin);
 	for (int r = 1; text && r < j->size; r++)
@@ -923,6 +926,8 @@ finish(struct job *j)
 			(void)peer_send(j->p, r, PEER_TAG_FINAL, text);
 	free(text);
 	j->exit_code = code;
+	if (j->nresults < j->size)
+		j->clean = false;
 	j->finished = true;
 	loop_stop(j->loop);
 }
@@ -947,6 +952,7 @@ before_poll(struct loop *l, void *arg)
 			stop_local(j, SIGTERM);
 		} else if (tag == PEER_TAG_FINAL) {
 			j->exit_code = (int)json_num(o, "exit_code", VIGIL_EXIT_INTERNAL);
+			j->clean = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "finalize"));
 			j->finished = true;
 			loop_stop(j->loop);
 		}
@@ -1142,20 +1148,6 @@ survey(struct job *j, struct slot **slots, size_t *nslots)
 	return payload;
 }
 
-static void
-node_name(char *buf, size_t len)
-{
-	const char *env = getenv("VIGIL_NODE_NAME");
-
-	if (env && *env) {
-		snprintf(buf, len, "%s", env);
-		return;
-	}
-	if (gethostname(buf, len) < 0)
-		snprintf(buf, len, "unknown");
-	buf[len - 1] = '\0';
-}
-
 /* Run the loop until the job is over for this node. */
 static void
 watch(struct job *j)
@@ -1187,7 +1179,7 @@ run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***a
 	int rc;
 
 	j->t0 = now_s();
-	node_name(j->node, sizeof(j->node));
+	snprintf(j->node, sizeof(j->node), "%s", o->node ? o->node : "?");
 	log_set_identity(j->node, -1);
 	/* Before MPI_Init, so that the threads MPI starts inherit the mask
 	 * and every handled signal waits in the signalfd for the loop. */
@@ -1241,6 +1233,9 @@ run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***a
 		if (!job_id[0])
 			snprintf(job_id, sizeof(job_id), "%ld", (long)getpid());
 		cJSON_AddStringToObject(pj, "job", job_id);
+		/* a node that never reported may be hung: then nobody may wait
+		 * for it in MPI_Finalize */
+		cJSON_AddBoolToObject(pj, "finalize", rc == 1);
 		text = cJSON_PrintUnformatted(pj);
 		cJSON_Delete(pj);
 		free(mine);
@@ -1270,6 +1265,8 @@ run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***a
 		j->clean = false;
 		goto out;
 	}
+	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(plan, "finalize")))
+		j->clean = false;
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "go"))) {
 		j->exit_code = (int)json_num(plan, "exit_code", VIGIL_EXIT_UNHEALTHY);
 		goto out;

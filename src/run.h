@@ -19,6 +19,7 @@ struct run_forward {
 };
 
 struct run_opts {
+	const char *node;      /* this node's name (hostname or VIGIL_NODE_NAME) */
 	enum mode mode;        /* default pytorch */
 	bool precheck;         /* default true */
 	enum verdict precheck_level; /* no-go at this verdict or worse: FAIL (default) or WARN */

@@ -19,6 +19,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "slurm.h"
 #include "timed.h"
 
@@ -59,22 +60,13 @@ one_line(char *s)
 		s[--len] = '\0';
 }
 
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	one_line(err);
-}
+/* log_errbuf(), and the message kept to one line (it may quote scontrol). */
+#define set_err(err, errlen, ...) \
+	do { \
+		log_errbuf((err), (errlen), __VA_ARGS__); \
+		if ((err) && (errlen)) \
+			one_line(err); \
+	} while (0)
 
 /*
  * Run ARGV (argv[0] is scontrol), output into OUT.  Returns 0, scontrol's

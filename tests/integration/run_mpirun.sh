@@ -115,4 +115,31 @@ expect_match "hostfile shown" "file: $SCRATCH/rd/hostfile" "$out"
 expect_match "command shown" "command: deepspeed train.py" "$out"
 if [ -e "$SCRATCH/rd/hostfile" ]; then fail "dry run wrote a file"; else pass "dry run wrote nothing"; fi
 
+# The pre-check's go/no-go: one node unhealthy, nothing starts, exit 80,
+# and the coordinator names the node.
+for i in 0 1 2 3; do make_root "$SCRATCH/root$i"; done
+echo down > "$SCRATCH/root3/sys/class/net/eth1/operstate"
+mpmd=""
+for i in 0 1 2 3; do
+	mpmd="$mpmd${mpmd:+ :} -np 1 env VIGIL_NODE_NAME=n$i $VIGIL run --sysfs-root $SCRATCH/root$i $(pascal_flags) -- touch $SCRATCH/started.$i"
+done
+out=$(run_mpi $mpmd 2>&1); rc=$?
+expect_eq "no-go exit" 80 "$rc"
+expect_match "no-go names the node" '^vigil: n3 \(rank 3\): nics: .*eth1' "$out"
+expect_match "no-go says why" 'vigil: 1 of 4 nodes not ready' "$out"
+if ls "$SCRATCH"/started.* >/dev/null 2>&1; then fail "a training started"; else pass "no training started"; fi
+
+# A node that joins but never reports: no-go after the gather timeout,
+# bounded, nothing hangs.
+printf '{"check": {"gather_timeout": 3}}\n' > "$SCRATCH/short.json"
+start=$(date +%s)
+out=$(timeout 60 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none \
+	-np 1 "$VIGIL" run --config "$SCRATCH/short.json" --precheck off -- true : \
+	-np 1 "$VIGIL" run --config "$SCRATCH/short.json" --precheck off -- true : \
+	-np 1 "$HANG_PEER" 100 2>&1); rc=$?
+elapsed=$(( $(date +%s) - start ))
+expect_match "hung node named" 'rank 2 \(rank 2\): no report within 3 s' "$out"
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then pass "hung node: no-go exit ($rc)"; else fail "hung node exit $rc"; fi
+if [ "$elapsed" -lt 30 ]; then pass "hung node: ended in ${elapsed}s"; else fail "hung node: took ${elapsed}s"; fi
+
 finish
