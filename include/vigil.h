@@ -52,6 +52,9 @@ enum vigil_exit {
 #define VIGIL_EVENT_LAUNCH      "launch"      /* a node started its training */
 #define VIGIL_EVENT_EXIT        "exit"        /* a node's training ended */
 #define VIGIL_EVENT_STOP        "stop"        /* the coordinator stops every training */
+#define VIGIL_EVENT_FAULT       "fault"       /* the inspection found a problem on a node */
+#define VIGIL_EVENT_CHECKPOINT  "checkpoint"  /* every training is told to save */
+#define VIGIL_EVENT_RESTART     "restart"     /* the training starts again (restart, elastic) */
 #define VIGIL_EVENT_JOB         "job"         /* the job ended: state and status */
 
 /*

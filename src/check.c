@@ -395,18 +395,9 @@ check_slots(struct run *run, struct check_result *r)
 		jcount(run, link, "current_width", pci.cur_width ? pci.cur_width : -1);
 		jcount(run, link, "max_width", pci.max_width ? pci.max_width : -1);
 		{
-			bool slow = pci.cur_gts > 0 && pci.max_gts > 0 && pci.cur_gts + 1e-6 < pci.max_gts;
-			bool narrow = pci.cur_width > 0 && pci.max_width > 0 &&
-			              pci.cur_width < pci.max_width;
-			char what[96] = "";
+			char what[96];
 
-			degraded = slow || narrow;
-			if (slow)
-				snprintf(what, sizeof(what), "%g GT/s of %g GT/s", pci.cur_gts,
-				         pci.max_gts);
-			if (narrow)
-				snprintf(what + strlen(what), sizeof(what) - strlen(what),
-				         "%sx%d of x%d", slow ? ", " : "", pci.cur_width, pci.max_width);
+			degraded = check_pcie_degraded(&pci, what, sizeof(what));
 			if (degraded)
 				problem(&j, cfg->pcie_degraded, "slot %d (%s) PCIe link degraded: %s",
 				        s->index, s->pci_bus_id, what);
@@ -897,9 +888,7 @@ judge_nic(struct judge *j, cJSON *arr, const char *name, size_t *up)
 	else
 		jadd(run, o, "carrier", cJSON_CreateNull());
 	jcount(run, o, "speed_mbps", nic.speed_mbps);
-	/* Drivers without operstate support report "unknown" while working. */
-	oper_up = strcmp(nic.operstate, "up") == 0 ||
-	          (strcmp(nic.operstate, "unknown") == 0 && nic.carrier == 1);
+	oper_up = check_nic_oper_up(&nic);
 	if (!oper_up) {
 		/* The kernel refuses to read carrier while the link is down. */
 		problem(j, VERDICT_FAIL, "%s is down (operstate %s, %s)", name,
@@ -1033,6 +1022,31 @@ check_nics(struct run *run, struct check_result *r)
 	          plural((long long)up, "interface", "interfaces"), active,
 	          plural((long long)active, "port", "ports"));
 	return 0;
+}
+
+/* --- rules shared with the inspection ---------------------------------- */
+
+bool
+check_pcie_degraded(const struct hwmon_pci *pci, char *buf, size_t len)
+{
+	bool slow = pci->cur_gts > 0 && pci->max_gts > 0 && pci->cur_gts + 1e-6 < pci->max_gts;
+	bool narrow = pci->cur_width > 0 && pci->max_width > 0 && pci->cur_width < pci->max_width;
+
+	buf[0] = '\0';
+	if (slow)
+		snprintf(buf, len, "%g GT/s of %g GT/s", pci->cur_gts, pci->max_gts);
+	if (narrow)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%sx%d of x%d", slow ? ", " : "",
+		         pci->cur_width, pci->max_width);
+	return slow || narrow;
+}
+
+bool
+check_nic_oper_up(const struct hwmon_nic *nic)
+{
+	/* Drivers without operstate support report "unknown" while working. */
+	return strcmp(nic->operstate, "up") == 0 ||
+	       (strcmp(nic->operstate, "unknown") == 0 && nic->carrier == 1);
 }
 
 /* --- running ----------------------------------------------------------- */

@@ -87,4 +87,20 @@ int check_report_from_json(const cJSON *json, struct check_report *out);
 
 void check_report_free(struct check_report *r);
 
+/*
+ * Rules the pre-check shares with the periodic inspection (inspect.c), so
+ * both judge a link or an interface alike.
+ *
+ * check_pcie_degraded: whether PCI's link runs below its maximum speed or
+ * width; BUF (LEN > 0) gets what falls short, "8 GT/s of 16 GT/s, x8 of
+ * x16", or "".  A value sysfs does not give is never a degradation.
+ *
+ * check_nic_oper_up: whether NIC's operational state counts as up:
+ * "up", or "unknown" with carrier (drivers without operstate support).
+ */
+struct hwmon_pci;
+struct hwmon_nic;
+bool check_pcie_degraded(const struct hwmon_pci *pci, char *buf, size_t len);
+bool check_nic_oper_up(const struct hwmon_nic *nic);
+
 #endif

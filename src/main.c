@@ -68,6 +68,25 @@ static const char run_usage[] =
 "  --report FILE       the coordinator writes the job's final report (JSON)\n"
 "  --events FILE       the coordinator appends events (JSON lines)\n"
 "  --dry-run           print each node's environment, files and command; run nothing\n"
+"\n"
+"Resilience:\n"
+"  --resume            checkpoint and requeue on a fault, a lost node, the checkpoint\n"
+"                      signal or the time limit (exit 81 requeue, 82 resumes\n"
+"                      exhausted, 83 expired)\n"
+"  --ckpt-signal SIG   what the training gets to save (default USR1)\n"
+"  --time-limit TIME   the job's time limit (90, 20s, 15m, 2h, 1:30:00); default\n"
+"                      SLURM_JOB_END_TIME when set\n"
+"  --ckpt-lead SECONDS checkpoint this long before the time limit (default 60)\n"
+"  --max-resumes N     requeue at most N times (SLURM_RESTART_COUNT or --state)\n"
+"  --state FILE        count requeues here when SLURM_RESTART_COUNT is not set\n"
+"  --exclude-file FILE write the faulty nodes' hostnames here (sbatch --exclude)\n"
+"  --restart N         fault restart: start the training again up to N times\n"
+"  --min-nodes M       elastic: run on the healthy nodes if at least M remain\n"
+"  --inspect-interval S  inspect boards and NICs every S seconds (default 30; 0 off)\n"
+"  --ckpt-dir DIR      inspect the space left in the checkpoint directory\n"
+"  --heartbeat S       heartbeat interval (default 5)\n"
+"  --heartbeat-timeout S  a node silent this long is lost (default 30)\n"
+"  --hold-on-failure TIME  keep the allocation this long after an abnormal end\n"
 "  -v, --verbose       diagnostics\n"
 "\n"
 "Pre-check options (as for `vigil check`): --config, --sysfs-root, --topology,\n"
@@ -142,6 +161,55 @@ parse_seconds(const char *s, double *out)
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno || end == s || *end || !(v > 0) || v > 1e6)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/*
+ * A duration as Slurm and people write it: "90" (seconds), "20s", "15m",
+ * "2h", "1d", "MM:SS", "HH:MM:SS", "D-HH:MM:SS".
+ */
+static int
+parse_duration(const char *s, double *out)
+{
+	unsigned long d = 0, f[3];
+	int n = 0, used = 0;
+	const char *p = s;
+	char *end;
+	double v;
+
+	if (strchr(s, ':')) {
+		if (strchr(s, '-')) {
+			if (sscanf(s, "%lu-%n", &d, &used) != 1 || used == 0)
+				return -EINVAL;
+			p = s + used;
+		}
+		n = sscanf(p, "%lu:%lu:%lu%n", &f[0], &f[1], &f[2], &used);
+		if (n == 3 && p[used] == '\0' && f[1] < 60 && f[2] < 60) {
+			*out = (double)d * 86400 + (double)f[0] * 3600 + (double)f[1] * 60 + (double)f[2];
+			return *out > 0 ? 0 : -EINVAL;
+		}
+		n = sscanf(p, "%lu:%lu%n", &f[0], &f[1], &used);
+		if (n == 2 && p[used] == '\0' && f[1] < 60 && !strchr(s, '-')) {
+			*out = (double)f[0] * 60 + (double)f[1];
+			return *out > 0 ? 0 : -EINVAL;
+		}
+		return -EINVAL;
+	}
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !(v > 0))
+		return -EINVAL;
+	if (*end == 'm' && !end[1])
+		v *= 60;
+	else if (*end == 'h' && !end[1])
+		v *= 3600;
+	else if (*end == 'd' && !end[1])
+		v *= 86400;
+	else if (*end && !(*end == 's' && !end[1]))
+		return -EINVAL;
+	if (v > 1e9)
 		return -EINVAL;
 	*out = v;
 	return 0;
@@ -636,11 +704,26 @@ run_parse(int argc, char **argv, struct run_opts *o, struct config *cfg)
 		{ "dry-run", no_argument, NULL, 'd' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "resume", no_argument, NULL, 1000 },
+		{ "ckpt-signal", required_argument, NULL, 1001 },
+		{ "ckpt-lead", required_argument, NULL, 1002 },
+		{ "time-limit", required_argument, NULL, 1003 },
+		{ "max-resumes", required_argument, NULL, 1004 },
+		{ "state", required_argument, NULL, 1005 },
+		{ "exclude-file", required_argument, NULL, 1006 },
+		{ "ckpt-dir", required_argument, NULL, 1007 },
+		{ "restart", required_argument, NULL, 1008 },
+		{ "min-nodes", required_argument, NULL, 1009 },
+		{ "inspect-interval", required_argument, NULL, 1010 },
+		{ "heartbeat", required_argument, NULL, 1011 },
+		{ "heartbeat-timeout", required_argument, NULL, 1012 },
+		{ "hold-on-failure", required_argument, NULL, 1013 },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct check_flags f = { 0 };
 	char err[1024];
-	long v;
+	double d;
+	long v = 0;
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
@@ -717,8 +800,80 @@ run_parse(int argc, char **argv, struct run_opts *o, struct config *cfg)
 		case 'd': o->dry_run = true; break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(run_usage, stdout); rc = -1; goto out;
+		case 1000: o->resume = true; break;
+		case 1001:
+			if (sig_parse(optarg, &o->ckpt_signal) < 0) {
+				rc = usage_error("run", "--ckpt-signal needs a signal (USR1, SIGUSR2, 12), got '%s'", optarg);
+				goto out;
+			}
+			break;
+		case 1002:
+		case 1011:
+		case 1012:
+			if (parse_duration(optarg, &d) < 0) {
+				rc = usage_error("run", "%s needs a duration in seconds (or 30s, 5m), got '%s'",
+				                 c == 1002 ? "--ckpt-lead" : c == 1011 ? "--heartbeat" :
+				                 "--heartbeat-timeout", optarg);
+				goto out;
+			}
+			if (c == 1002)
+				o->ckpt_lead_s = d;
+			else if (c == 1011)
+				o->heartbeat_s = d;
+			else
+				o->heartbeat_timeout_s = d;
+			break;
+		case 1003:
+		case 1013:
+			if (parse_duration(optarg, &d) < 0) {
+				rc = usage_error("run", "%s needs a duration (90, 20s, 15m, 2h, 1:30:00, 1-00:00:00), got '%s'",
+				                 c == 1003 ? "--time-limit" : "--hold-on-failure", optarg);
+				goto out;
+			}
+			if (c == 1003)
+				o->time_limit_s = d;
+			else
+				o->hold_s = d;
+			break;
+		case 1004:
+		case 1008:
+		case 1009:
+			if (parse_count(optarg, 1000000, &v) < 0) {
+				rc = usage_error("run", "%s needs a count, got '%s'", c == 1004 ? "--max-resumes" :
+				                 c == 1008 ? "--restart" : "--min-nodes", optarg);
+				goto out;
+			}
+			if (c == 1004)
+				o->max_resumes = (int)v;
+			else if (c == 1008)
+				o->restart_max = (int)v;
+			else
+				o->min_nodes = (int)v;
+			break;
+		case 1005: o->state_file = optarg; break;
+		case 1006: o->exclude_file = optarg; break;
+		case 1007: o->ckpt_dir = optarg; break;
+		case 1010:
+			if (strcmp(optarg, "0") == 0) {
+				o->inspect_s = 0;
+			} else if (parse_duration(optarg, &o->inspect_s) < 0) {
+				rc = usage_error("run", "--inspect-interval needs seconds (0: off), got '%s'", optarg);
+				goto out;
+			}
+			break;
 		default: rc = usage_error("run", "invalid option"); goto out;
 		}
+	}
+	if (o->resume && o->restart_max > 0) {
+		/* the platform manual: 断点续训 and 故障重启 exclude each other */
+		rc = usage_error("run", "--resume and --restart exclude each other: resume "
+		                 "checkpoints and requeues the job, restart starts the training again in place");
+		goto out;
+	}
+	if (o->heartbeat_timeout_s <= o->heartbeat_s) {
+		rc = usage_error("run", "--heartbeat-timeout (%g s) must be longer than --heartbeat (%g s)",
+		                 o->heartbeat_timeout_s, o->heartbeat_s);
+		goto out;
 	}
 	if (optind >= argc) {
 		rc = usage_error("run", "no command: give it after --, e.g. vigil run -- python3 train.py");

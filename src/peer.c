@@ -298,7 +298,7 @@ peer_gather_free(struct peer_gather *g)
 static bool
 is_p2p_tag(int tag)
 {
-	return tag >= PEER_TAG_PLAN && tag <= PEER_TAG_DESCRIBE;
+	return tag >= PEER_TAG_PLAN && tag <= PEER_TAG_NOTE;
 }
 
 int

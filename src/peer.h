@@ -81,7 +81,8 @@ enum peer_tag {
 	PEER_TAG_RESULT = 11,   /* node -> coordinator: how its training ended */
 	PEER_TAG_COMMAND = 12,  /* coordinator -> node: stop, ... */
 	PEER_TAG_FINAL = 13,    /* coordinator -> node: the job's end and status */
-	PEER_TAG_DESCRIBE = 14, /* node -> coordinator: --dry-run description */
+	PEER_TAG_HEARTBEAT = 14,/* node -> coordinator: still here */
+	PEER_TAG_NOTE = 15,     /* node -> coordinator: findings, a checkpoint signal */
 };
 
 /*

@@ -41,6 +41,7 @@
 #include "cmdline.h"
 #include "events.h"
 #include "gather.h"
+#include "inspect.h"
 #include "linebuf.h"
 #include "log.h"
 #include "loop.h"
@@ -58,11 +59,13 @@
 #define OUTPUT_CAP (1u << 20)    /* bytes of output held while our reader is slow */
 #define DRAIN_MS 2000            /* after the child exits, wait this long for EOF */
 #define LOST_AFTER_STOP_S 15.0   /* beyond the grace: a node that still has not reported */
+#define STOP_AFTER_CKPT_MS 5000  /* TERM to KILL once the checkpoint's grace is over */
 
 extern char **environ;
 
 struct node_result {
 	bool have;
+	bool lost;                /* declared lost: no heartbeat within the timeout */
 	bool idle;                /* this node ran no training (horovod off the coordinator) */
 	char node[256];
 	int exit_code;
@@ -111,11 +114,37 @@ struct job {
 	/* what discovery found here */
 	const char *vendor;       /* NULL on a CPU node */
 	size_t nslots;
+	struct slot *slots;
+
+	/* resilience, on this node */
+	cJSON *plan;              /* the coordinator's plan, updated by restarts */
+	struct mode_node *mnodes;
+	bool member;              /* runs a training in this attempt */
+	int attempt;              /* 0, then 1.. after restarts (VIGIL_RESTART_COUNT) */
+	bool ckpt_sent;
+	struct inspect *insp;
+	struct loop_timer *hb_timer, *insp_timer, *ckpt_timer;
+	char **reported;          /* findings already sent: "what device verdict" */
+	size_t nreported;
+
+	/* resilience, at the coordinator */
+	double *last_seen;        /* monotonic time of each rank's last message */
+	bool *faulty;             /* nodes to avoid: faults, lost */
+	bool *in_attempt;         /* ranks that run a training in this attempt */
+	struct loop_timer *hbcheck_timer, *limit_timer;
+	bool checkpointing;
+	int end_code;             /* 81 or 83 once the job checkpoints to end; 84: a node lost */
+	char end_reason[512];
+	bool restarting;          /* start again when every result is in */
+	int restarts;
+	cJSON *attempts;          /* what ended each attempt, for the report */
+	int resumes_done;         /* earlier requeues of this job */
 
 	/* the end */
 	bool finished;
 	int exit_code;
 	bool clean;
+	double hold;              /* --hold-on-failure: seconds to keep the allocation */
 };
 
 static double
@@ -137,6 +166,12 @@ run_opts_init(struct run_opts *o)
 	o->tf_port = 2222;
 	o->grace_s = 30;
 	o->output_all = true;
+	o->ckpt_signal = SIGUSR1;
+	o->ckpt_lead_s = 60;
+	o->max_resumes = -1;
+	o->inspect_s = 30;
+	o->heartbeat_s = 5;
+	o->heartbeat_timeout_s = 30;
 }
 
 /* ---- start-up: what this node is, and the coordinator's plan ---------- */
@@ -268,19 +303,24 @@ emit_event(struct job *j, const char *node, int rank, const char *kind,
 }
 
 /*
- * The coordinator's decision from every node's report: go (and how), or
- * no-go (and why).  Returns the plan as JSON text.
+ * The coordinator's decision from every node's report: go (and how, on
+ * which nodes), or no-go (and why).  Returns the plan as JSON text:
+ * {"go", "exit_code"?, "message"?, "master_addr", "master_port",
+ *  "nodes": [{"host", "addr", "slots"} per rank], "members": [ranks]}.
  */
 static char *
 make_plan(struct job *j, struct peer_gather *pg)
 {
 	struct gather g = { 0 };
-	cJSON *plan = cJSON_CreateObject(), *nodes;
-	char addr[256] = "", msg[512];
+	cJSON *plan = cJSON_CreateObject(), *nodes, *members;
+	char msg[512];
 	char *text = NULL;
+	const char *addr0 = NULL;
 	int blocked = 0, port = j->o->master_port;
+	bool *bad = calloc((size_t)j->size, sizeof(*bad));
+	cJSON *infos = cJSON_CreateArray();
 
-	if (!plan || gather_init(&g, j->size) < 0)
+	if (!plan || !bad || !infos || gather_init(&g, j->size) < 0)
 		goto out;
 	for (int r = 0; r < j->size; r++)
 		if (gather_add(&g, r, peer_gather_get(pg, r), j->cfg->gather_timeout_s) < 0)
@@ -290,8 +330,8 @@ make_plan(struct job *j, struct peer_gather *pg)
 		enum verdict v = gather_node_verdict(&g.nodes[r]);
 
 		/* a node that sent nothing cannot be planned for, pre-check or not */
-		if (!g.nodes[r].arrived || (j->o->precheck && v >= j->o->precheck_level))
-			blocked++;
+		bad[r] = !g.nodes[r].arrived || (j->o->precheck && v >= j->o->precheck_level);
+		blocked += bad[r];
 	}
 	if (j->o->precheck && j->ev) {
 		int rc = gather_write_events(&g, j->ev);
@@ -300,21 +340,28 @@ make_plan(struct job *j, struct peer_gather *pg)
 			LOG_ERR("cannot write events to %s: %s", j->o->events, strerror(-rc));
 	}
 	nodes = cJSON_AddArrayToObject(plan, "nodes");
-	for (int r = 0; nodes && r < j->size; r++) {
+	members = cJSON_AddArrayToObject(plan, "members");
+	for (int r = 0; nodes && members && r < j->size; r++) {
 		cJSON *n = cJSON_CreateObject();
 		const char *payload = peer_gather_get(pg, r);
 		cJSON *info = payload ? cJSON_Parse(payload) : NULL;
 
 		cJSON_AddItemToArray(nodes, n);
 		cJSON_AddStringToObject(n, "host", g.nodes[r].node);
+		cJSON_AddStringToObject(n, "addr", json_str(info, "addr", "127.0.0.1"));
 		cJSON_AddNumberToObject(n, "slots", json_num(info, "slots", 0));
-		if (r == 0)
-			snprintf(addr, sizeof(addr), "%s", json_str(info, "addr", "127.0.0.1"));
-		cJSON_Delete(info);
+		if (!bad[r]) {
+			cJSON_AddItemToArray(members, cJSON_CreateNumber(r));
+			if (!addr0)
+				addr0 = cJSON_GetObjectItem(n, "addr")->valuestring;
+		}
+		cJSON_AddItemToArray(infos, info ? info : cJSON_CreateNull());
 	}
 	if (blocked) {
-		/* The pre-check said no: say so once, here, for every node. */
-		FILE *f = open_memstream(&text, &(size_t){ 0 });
+		/* The pre-check said no somewhere: say so once, here, for every node. */
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+		bool elastic = j->o->min_nodes > 0 && j->size - blocked >= j->o->min_nodes;
 
 		if (f) {
 			gather_print(f, &g, j->o->verbose);
@@ -323,13 +370,29 @@ make_plan(struct job *j, struct peer_gather *pg)
 			free(text);
 			text = NULL;
 		}
-		snprintf(msg, sizeof(msg), "%d of %d node%s not ready (pre-check failed or no report): "
-		         "not starting the training", blocked, j->size, j->size == 1 ? "" : "s");
-		log_say("vigil: %s\n", msg);
-		cJSON_AddBoolToObject(plan, "go", false);
-		cJSON_AddNumberToObject(plan, "exit_code", VIGIL_EXIT_UNHEALTHY);
-		cJSON_AddStringToObject(plan, "message", msg);
-		goto print;
+		for (int r = 0; r < j->size; r++)
+			if (bad[r] && j->faulty)
+				j->faulty[r] = true;
+		if (elastic) {
+			/* the platform's elastic training: start on the healthy nodes */
+			log_say("vigil: %d of %d node%s not ready: starting on the %d healthy node%s "
+			        "(--min-nodes %d)\n", blocked, j->size, j->size == 1 ? "" : "s",
+			        j->size - blocked, j->size - blocked == 1 ? "" : "s", j->o->min_nodes);
+		} else {
+			if (j->o->min_nodes > 0)
+				snprintf(msg, sizeof(msg), "%d of %d node%s not ready, fewer than --min-nodes %d "
+				         "healthy: not starting the training", blocked, j->size,
+				         j->size == 1 ? "" : "s", j->o->min_nodes);
+			else
+				snprintf(msg, sizeof(msg), "%d of %d node%s not ready (pre-check failed or "
+				         "no report): not starting the training", blocked, j->size,
+				         j->size == 1 ? "" : "s");
+			log_say("vigil: %s\n", msg);
+			cJSON_AddBoolToObject(plan, "go", false);
+			cJSON_AddNumberToObject(plan, "exit_code", VIGIL_EXIT_UNHEALTHY);
+			cJSON_AddStringToObject(plan, "message", msg);
+			goto print;
+		}
 	}
 	if (port <= 0) {
 		port = free_port();
@@ -341,13 +404,16 @@ make_plan(struct job *j, struct peer_gather *pg)
 		}
 	}
 	cJSON_AddBoolToObject(plan, "go", true);
-	cJSON_AddStringToObject(plan, "master_addr", j->o->master_addr ? j->o->master_addr : addr);
+	cJSON_AddStringToObject(plan, "master_addr", j->o->master_addr ? j->o->master_addr :
+	                        addr0 ? addr0 : "127.0.0.1");
 	cJSON_AddNumberToObject(plan, "master_port", port);
 print:
 	text = cJSON_PrintUnformatted(plan);
 out:
 	gather_free(&g);
 	cJSON_Delete(plan);
+	cJSON_Delete(infos);
+	free(bad);
 	return text;
 }
 
@@ -566,16 +632,15 @@ on_kill_timeout(struct loop *l, void *arg)
 	(void)l;
 	j->kill_timer = NULL;
 	if (j->child && !j->exited) {
-		LOG_WARN("the training did not end within the %.0f s grace period: killing it",
-		         j->o->grace_s);
+		LOG_WARN("the training did not end when told to: killing it");
 		(void)child_signal(j->child, SIGKILL);
 	}
 	return LOOP_NOMORE;
 }
 
-/* Stop this node's training: SIG to its group now, KILL after the grace. */
+/* Stop this node's training: SIG to its group now, KILL after KILL_MS. */
 static void
-stop_local(struct job *j, int sig)
+stop_local_after(struct job *j, int sig, long kill_ms)
 {
 	if (!j->child || j->exited) {
 		if (!j->child)
@@ -585,8 +650,15 @@ stop_local(struct job *j, int sig)
 	(void)child_signal(j->child, sig);
 	if (!j->stopping) {
 		j->stopping = true;
-		j->kill_timer = loop_add_timer(j->loop, (long)(j->o->grace_s * 1000), on_kill_timeout, j);
+		j->kill_timer = loop_add_timer(j->loop, kill_ms, on_kill_timeout, j);
 	}
+}
+
+/* ... after the grace period. */
+static void
+stop_local(struct job *j, int sig)
+{
+	stop_local_after(j, sig, (long)(j->o->grace_s * 1000));
 }
 
 static void
@@ -598,6 +670,22 @@ on_child_exit(struct job *j)
 	if (j->cout >= 0 || j->cerr >= 0)
 		j->drain_timer = loop_add_timer(j->loop, DRAIN_MS, on_drain_timeout, j);
 	maybe_done(j);
+}
+
+/* A note for the coordinator (findings, a checkpoint signal); takes NOTE. */
+static void
+send_note(struct job *j, cJSON *note)
+{
+	char *text;
+
+	cJSON_AddStringToObject(note, "node", j->node);
+	text = cJSON_PrintUnformatted(note);
+	cJSON_Delete(note);
+	if (!text)
+		return;
+	if (peer_send(j->p, 0, PEER_TAG_NOTE, text) < 0)
+		LOG_ERR("cannot tell the coordinator");
+	free(text);
 }
 
 static int
@@ -643,28 +731,136 @@ on_signal(struct loop *l, int fd, short revents, void *arg)
 			stop_local(j, sig == SIGQUIT ? SIGTERM : sig);
 			break;
 		default:
-			if (j->child && !j->exited)
+			if (j->o->resume && sig == j->o->ckpt_signal) {
+				/* The batch system's warning (Slurm --signal, which
+				 * mpirun forwards to every rank): the coordinator has
+				 * every node checkpoint, each exactly once. */
+				cJSON *n = cJSON_CreateObject();
+
+				cJSON_AddNumberToObject(n, "signal", sig);
+				send_note(j, n);
+			} else if (j->child && !j->exited) {
 				(void)child_signal(j->child, forwarded(j->o, sig));
+			}
 			break;
 		}
 	}
 }
 
+/* ---- resilience on this node -------------------------------------------- */
+
+static long
+on_heartbeat(struct loop *l, void *arg)
+{
+	struct job *j = arg;
+
+	(void)l;
+	if (j->finished)
+		return LOOP_NOMORE;
+	(void)peer_send(j->p, 0, PEER_TAG_HEARTBEAT, "{}");
+	return (long)(j->o->heartbeat_s * 1000);
+}
+
+static bool
+already_reported(struct job *j, const char *key)
+{
+	char **r;
+
+	for (size_t i = 0; i < j->nreported; i++)
+		if (strcmp(j->reported[i], key) == 0)
+			return true;
+	r = realloc(j->reported, (j->nreported + 1) * sizeof(*r));
+	if (!r)
+		return false;
+	j->reported = r;
+	j->reported[j->nreported] = strdup(key);
+	if (j->reported[j->nreported])
+		j->nreported++;
+	return false;
+}
+
+/* Every --inspect-interval: what is wrong now that was not before goes to
+ * the coordinator, which decides. */
+static long
+on_inspect(struct loop *l, void *arg)
+{
+	struct job *j = arg;
+	struct inspect_finding *f = NULL;
+	size_t n = 0;
+	cJSON *note, *arr;
+	int rc;
+
+	(void)l;
+	rc = inspect_run(j->insp, &f, &n);
+	if (rc < 0) {
+		LOG_WARN("inspection failed: %s", strerror(-rc));
+		return (long)(j->o->inspect_s * 1000);
+	}
+	note = cJSON_CreateObject();
+	arr = cJSON_AddArrayToObject(note, "findings");
+	for (size_t i = 0; arr && i < n; i++) {
+		char key[128];
+		cJSON *x;
+
+		snprintf(key, sizeof(key), "%s %s %s", f[i].what, f[i].device, verdict_name(f[i].verdict));
+		if (already_reported(j, key))
+			continue;
+		x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "what", f[i].what);
+		cJSON_AddStringToObject(x, "device", f[i].device);
+		cJSON_AddStringToObject(x, "verdict", verdict_name(f[i].verdict));
+		cJSON_AddStringToObject(x, "evidence", f[i].evidence);
+		cJSON_AddItemToArray(arr, x);
+	}
+	free(f);
+	if (cJSON_GetArraySize(arr) > 0)
+		send_note(j, note);
+	else
+		cJSON_Delete(note);
+	return (long)(j->o->inspect_s * 1000);
+}
+
+/* The checkpoint's grace is over: the training saved or not, it stops now. */
+static long
+on_ckpt_grace(struct loop *l, void *arg)
+{
+	struct job *j = arg;
+
+	(void)l;
+	j->ckpt_timer = NULL;
+	if (j->child && !j->exited) {
+		LOG_WARN("the training did not exit within %.0f s of the checkpoint signal: stopping it",
+		         j->o->grace_s);
+		stop_local_after(j, SIGTERM, STOP_AFTER_CKPT_MS);
+	}
+	return LOOP_NOMORE;
+}
+
+/* The coordinator said checkpoint: the signal to the training's group, once. */
+static void
+checkpoint_local(struct job *j)
+{
+	if (!j->child || j->exited || j->ckpt_sent)
+		return;
+	j->ckpt_sent = true;
+	LOG_INFO("checkpoint: %s to the training", sig_name(j->o->ckpt_signal));
+	(void)child_signal(j->child, j->o->ckpt_signal);
+	j->ckpt_timer = loop_add_timer(j->loop, (long)(j->o->grace_s * 1000), on_ckpt_grace, j);
+}
+
 /* ---- the coordinator ---------------------------------------------------- */
 
 static void finish(struct job *j);
+static void restart_all(struct job *j);
 
+/* COMMAND to every rank whose training still runs (self included). */
 static void
-command_stop(struct job *j, const char *why)
+command_running(struct job *j, const char *command, const char *why)
 {
+	cJSON *c = cJSON_CreateObject();
 	char *text;
-	cJSON *c;
 
-	if (j->job_stopping)
-		return;
-	j->job_stopping = true;
-	c = cJSON_CreateObject();
-	cJSON_AddStringToObject(c, "command", "stop");
+	cJSON_AddStringToObject(c, "command", command);
 	cJSON_AddStringToObject(c, "reason", why);
 	text = cJSON_PrintUnformatted(c);
 	cJSON_Delete(c);
@@ -672,8 +868,6 @@ command_stop(struct job *j, const char *why)
 		if (!j->results[r].have)
 			(void)peer_send(j->p, r, PEER_TAG_COMMAND, text);
 	free(text);
-	emit_event(j, j->node, j->rank, VIGIL_EVENT_STOP, VIGIL_SEVERITY_WARNING, why, NULL);
-	j->lost_timer = NULL;
 }
 
 static long
@@ -683,13 +877,190 @@ on_lost_timeout(struct loop *l, void *arg)
 
 	(void)l;
 	j->lost_timer = NULL;
-	for (int r = 0; r < j->size; r++)
-		if (!j->results[r].have)
-			LOG_ERR("rank %d did not report within %.0f s of the stop", r,
-			        j->o->grace_s + LOST_AFTER_STOP_S);
+	for (int r = 0; r < j->size; r++) {
+		if (j->results[r].have)
+			continue;
+		LOG_ERR("rank %d did not report after it was told to stop", r);
+		j->results[r].have = j->results[r].lost = true;
+		j->faulty[r] = true;
+		j->nresults++;
+	}
 	j->clean = false;
-	finish(j);
+	if (j->restarting)
+		restart_all(j);
+	else
+		finish(j);
 	return LOOP_NOMORE;
+}
+
+/* Bound the wait for the results of trainings that were told to end. */
+static void
+arm_lost_timer(struct job *j, double seconds)
+{
+	loop_del_timer(j->loop, j->lost_timer);
+	j->lost_timer = loop_add_timer(j->loop, (long)(seconds * 1000), on_lost_timeout, j);
+}
+
+static void
+command_stop(struct job *j, const char *why)
+{
+	if (j->job_stopping)
+		return;
+	j->job_stopping = true;
+	command_running(j, "stop", why);
+	emit_event(j, j->node, j->rank, VIGIL_EVENT_STOP, VIGIL_SEVERITY_WARNING, why, NULL);
+	arm_lost_timer(j, j->o->grace_s + LOST_AFTER_STOP_S);
+}
+
+/*
+ * Every healthy node's training saves: the checkpoint signal, the grace,
+ * then TERM and KILL.  CODE is the job's end (81 requeue, 83 expired), or 0
+ * when the training starts again afterwards (elastic).
+ */
+static void
+checkpoint_all(struct job *j, const char *why, int code)
+{
+	if (j->checkpointing || j->job_stopping)
+		return;
+	j->checkpointing = true;
+	j->end_code = code;
+	snprintf(j->end_reason, sizeof(j->end_reason), "%s", why);
+	log_say("vigil: checkpoint: %s\n", why);
+	command_running(j, "checkpoint", why);
+	emit_event(j, j->node, j->rank, VIGIL_EVENT_CHECKPOINT, VIGIL_SEVERITY_WARNING, why, NULL);
+	arm_lost_timer(j, j->o->grace_s + STOP_AFTER_CKPT_MS / 1000.0 + LOST_AFTER_STOP_S);
+}
+
+static int
+healthy_members(const struct job *j)
+{
+	int n = 0;
+
+	for (int r = 0; r < j->size; r++)
+		n += j->in_attempt[r] && !j->faulty[r];
+	return n;
+}
+
+/* A node is faulty or lost: what to do about it, per the options. */
+static void
+node_trouble(struct job *j, int rank, const char *why)
+{
+	j->faulty[rank] = true;
+	if (j->o->resume) {
+		checkpoint_all(j, why, VIGIL_EXIT_REQUEUE);
+	} else if (j->o->min_nodes > 0 && j->in_attempt[rank] &&
+	           healthy_members(j) >= j->o->min_nodes) {
+		/* elastic: save, then go on without that node */
+		if (!j->checkpointing)
+			j->restarting = true;
+		checkpoint_all(j, why, 0);
+	} else if (j->results[rank].lost) {
+		/* nobody can wait for a lost node: end the job */
+		if (!j->end_code)
+			j->end_code = VIGIL_EXIT_INTERNAL;
+		snprintf(j->end_reason, sizeof(j->end_reason), "%s", why);
+		command_stop(j, why);
+	} else {
+		LOG_WARN("%s (neither --resume nor --min-nodes: the training goes on)", why);
+	}
+}
+
+/* Heartbeats: a node silent for --heartbeat-timeout is lost. */
+static long
+on_hbcheck(struct loop *l, void *arg)
+{
+	struct job *j = arg;
+	double now = now_s();
+
+	(void)l;
+	if (j->finished)
+		return LOOP_NOMORE;
+	for (int r = 1; r < j->size; r++) {
+		struct node_result *nr = &j->results[r];
+		char why[512];
+		cJSON *d;
+
+		if (nr->have || now - j->last_seen[r] < j->o->heartbeat_timeout_s)
+			continue;
+		nr->have = nr->lost = true;
+		j->nresults++;
+		snprintf(why, sizeof(why), "%s (rank %d) lost: no heartbeat for %.1f s",
+		         json_str(cJSON_GetArrayItem(cJSON_GetObjectItem(j->plan, "nodes"), r), "host", "?"),
+		         r, now - j->last_seen[r]);
+		snprintf(nr->node, sizeof(nr->node), "%s",
+		         json_str(cJSON_GetArrayItem(cJSON_GetObjectItem(j->plan, "nodes"), r), "host", "?"));
+		log_say("vigil: %s\n", why);
+		d = cJSON_CreateObject();
+		cJSON_AddNumberToObject(d, "silent_s", now - j->last_seen[r]);
+		emit_event(j, nr->node, r, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, d);
+		j->clean = false;  /* MPI_Finalize would wait on it */
+		node_trouble(j, r, why);
+	}
+	if (j->nresults == j->size && !j->finished) {
+		if (j->restarting)
+			restart_all(j);
+		else
+			finish(j);
+		return LOOP_NOMORE;
+	}
+	return (long)(j->o->heartbeat_s * 500);
+}
+
+/* The time limit (minus the lead, to save first) has come. */
+static long
+on_time_limit(struct loop *l, void *arg)
+{
+	struct job *j = arg;
+
+	(void)l;
+	j->limit_timer = NULL;
+	if (j->o->resume) {
+		checkpoint_all(j, "the time limit is near", VIGIL_EXIT_EXPIRED);
+	} else {
+		j->end_code = VIGIL_EXIT_EXPIRED;
+		snprintf(j->end_reason, sizeof(j->end_reason), "the time limit was reached");
+		command_stop(j, "the time limit was reached");
+	}
+	return LOOP_NOMORE;
+}
+
+/* A node's note: inspection findings, or a checkpoint signal it received. */
+static void
+take_note(struct job *j, int rank, const char *text)
+{
+	cJSON *o = cJSON_Parse(text);
+	const cJSON *f, *x;
+	const char *node;
+	char why[512];
+	bool fault = false;
+
+	if (!o)
+		return;
+	node = json_str(o, "node", "?");
+	if (cJSON_GetObjectItemCaseSensitive(o, "signal")) {
+		snprintf(why, sizeof(why), "%s reached %s (rank %d)",
+		         sig_name((int)json_num(o, "signal", 0)), node, rank);
+		checkpoint_all(j, why, VIGIL_EXIT_REQUEUE);
+	}
+	f = cJSON_GetObjectItemCaseSensitive(o, "findings");
+	cJSON_ArrayForEach(x, f) {
+		bool fail = strcmp(json_str(x, "verdict", ""), "fail") == 0;
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "%s %s: %s", json_str(x, "what", "?"),
+		         json_str(x, "device", "?"), json_str(x, "evidence", ""));
+		emit_event(j, node, rank, VIGIL_EVENT_FAULT,
+		           fail ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_WARNING, msg,
+		           cJSON_Duplicate(x, 1));
+		log_say("vigil: %s (rank %d): %s%s\n", node, rank, fail ? "fault: " : "warning: ", msg);
+		if (fail && !fault) {
+			fault = true;
+			snprintf(why, sizeof(why), "%.100s (rank %d): %.380s", node, rank, msg);
+		}
+	}
+	if (fault)
+		node_trouble(j, rank, why);
+	cJSON_Delete(o);
 }
 
 static void
@@ -712,6 +1083,7 @@ take_result(struct job *j, int rank, const char *text)
 	nr->agent_signal = (int)json_num(o, "agent_signal", 0);
 	nr->seconds = json_num(o, "seconds", 0);
 	snprintf(nr->error, sizeof(nr->error), "%s", json_str(o, "error", ""));
+	cJSON_Delete(nr->tail);
 	nr->tail = cJSON_DetachItemFromObjectCaseSensitive(o, "stderr_tail");
 	cJSON_Delete(o);
 
@@ -720,6 +1092,7 @@ take_result(struct job *j, int rank, const char *text)
 		char msg[512];
 
 		cJSON_AddNumberToObject(d, "exit_code", nr->exit_code);
+		cJSON_AddNumberToObject(d, "attempt", j->restarts);
 		if (nr->signal)
 			cJSON_AddStringToObject(d, "signal", sig_name(nr->signal));
 		if (nr->error[0])
@@ -728,7 +1101,8 @@ take_result(struct job *j, int rank, const char *text)
 		emit_event(j, nr->node, rank, VIGIL_EVENT_EXIT,
 		           nr->exit_code ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_INFO, msg, d);
 	}
-	if ((nr->exit_code != 0 || nr->agent_signal) && j->first_fail < 0) {
+	/* While checkpointing, trainings end because they were told to. */
+	if ((nr->exit_code != 0 || nr->agent_signal) && j->first_fail < 0 && !j->checkpointing) {
 		j->first_fail = rank;
 		if (nr->agent_signal && !nr->exit_code)
 			snprintf(why, sizeof(why), "%s (rank %d) was told to stop (%s)", nr->node,
@@ -739,29 +1113,136 @@ take_result(struct job *j, int rank, const char *text)
 		else
 			snprintf(why, sizeof(why), "%s (rank %d): the training exited with status %d",
 			         nr->node, rank, nr->exit_code);
+		/* fault restart (故障重启): again, everywhere, up to --restart times */
+		if (j->o->restart_max > j->restarts && !nr->agent_signal && !nr->error[0] &&
+		    !j->end_code) {
+			j->restarting = true;
+			snprintf(j->end_reason, sizeof(j->end_reason), "%s", why);
+		}
 		command_stop(j, why);
-		if (j->nresults < j->size)
-			j->lost_timer = loop_add_timer(j->loop,
-			        (long)((j->o->grace_s + LOST_AFTER_STOP_S) * 1000), on_lost_timeout, j);
 	}
-	if (j->nresults == j->size)
+	if (j->nresults == j->size) {
+		if (j->restarting)
+			restart_all(j);
+		else
+			finish(j);
+	}
+}
+
+/* Every node reported: start the training again (restart, elastic). */
+static void
+restart_all(struct job *j)
+{
+	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(j->plan, "nodes");
+	cJSON *cmd, *members, *a;
+	const char *addr = NULL;
+	char *text, msg[512];
+	int port, nmembers = 0;
+	bool crash = j->first_fail >= 0;
+
+	loop_del_timer(j->loop, j->lost_timer);
+	j->lost_timer = NULL;
+	j->restarting = false;
+	/* what ended this attempt, for the report */
+	a = cJSON_CreateObject();
+	cJSON_AddNumberToObject(a, "attempt", j->restarts);
+	cJSON_AddStringToObject(a, "ended_by", j->end_reason);
+	if (crash) {
+		cJSON_AddStringToObject(a, "node", j->results[j->first_fail].node);
+		cJSON_AddNumberToObject(a, "rank", j->first_fail);
+		cJSON_AddNumberToObject(a, "exit_code", j->results[j->first_fail].exit_code);
+	}
+	cJSON_AddItemToArray(j->attempts, a);
+
+	for (int r = 0; r < j->size; r++) {
+		j->in_attempt[r] = j->in_attempt[r] && !j->faulty[r] && !j->results[r].lost;
+		nmembers += j->in_attempt[r];
+	}
+	if (nmembers == 0 || (j->o->min_nodes > 0 && nmembers < j->o->min_nodes)) {
+		log_say("vigil: cannot start again: %d healthy node%s left%s\n", nmembers,
+		        nmembers == 1 ? "" : "s", j->o->min_nodes > 0 ? ", fewer than --min-nodes" : "");
+		if (!j->end_code && !crash)
+			j->end_code = VIGIL_EXIT_INTERNAL;
 		finish(j);
+		return;
+	}
+	port = free_port();
+	if (port < 0)
+		port = (int)json_num(j->plan, "master_port", 0);
+	j->restarts++;
+	cmd = cJSON_CreateObject();
+	cJSON_AddStringToObject(cmd, "command", "restart");
+	cJSON_AddNumberToObject(cmd, "attempt", j->restarts);
+	cJSON_AddNumberToObject(cmd, "master_port", port);
+	members = cJSON_AddArrayToObject(cmd, "members");
+	for (int r = 0; r < j->size; r++) {
+		if (!j->in_attempt[r])
+			continue;
+		cJSON_AddItemToArray(members, cJSON_CreateNumber(r));
+		if (!addr)
+			addr = json_str(cJSON_GetArrayItem(nodes, r), "addr", "127.0.0.1");
+	}
+	cJSON_AddStringToObject(cmd, "master_addr", j->o->master_addr ? j->o->master_addr : addr);
+	text = cJSON_PrintUnformatted(cmd);
+	cJSON_Delete(cmd);
+
+	snprintf(msg, sizeof(msg), "starting the training again (attempt %d) on %d node%s after: %.400s",
+	         j->restarts, nmembers, nmembers == 1 ? "" : "s", j->end_reason);
+	log_say("vigil: %s\n", msg);
+	emit_event(j, j->node, j->rank, VIGIL_EVENT_RESTART, VIGIL_SEVERITY_WARNING, msg, NULL);
+
+	/* a fresh attempt: every live node reports again */
+	j->nresults = 0;
+	for (int r = 0; r < j->size; r++) {
+		struct node_result *nr = &j->results[r];
+
+		if (nr->lost) {
+			j->nresults++;
+			continue;
+		}
+		cJSON_Delete(nr->tail);
+		memset(nr, 0, sizeof(*nr));
+		if (text)
+			(void)peer_send(j->p, r, PEER_TAG_COMMAND, text);
+	}
+	free(text);
+	j->first_fail = -1;
+	j->job_stopping = false;
+	j->checkpointing = false;
+	j->end_code = 0;
+	j->end_reason[0] = '\0';
 }
 
 static const char *
 job_state(const struct job *j)
 {
+	if (j->end_code == VIGIL_EXIT_EXPIRED)
+		return VIGIL_STATE_EXPIRED;
 	for (int r = 0; r < j->size; r++)
 		if (j->results[r].have && j->results[r].agent_signal)
 			return VIGIL_STATE_STOPPED;
-	if (j->first_fail >= 0 || j->nresults < j->size)
+	if (j->end_code == VIGIL_EXIT_REQUEUE) {
+		for (int r = 0; r < j->size; r++)
+			if (j->faulty[r])
+				return VIGIL_STATE_ERROR;
+		return VIGIL_STATE_STOPPED;  /* the batch system asked */
+	}
+	if (j->first_fail >= 0 || j->end_code)
 		return VIGIL_STATE_ERROR;
+	for (int r = 0; r < j->size; r++)
+		if (j->results[r].lost)
+			return VIGIL_STATE_ERROR;
 	return VIGIL_STATE_SUCCEEDED;
 }
 
 static int
 job_exit_code(const struct job *j)
 {
+	if (j->end_code == VIGIL_EXIT_REQUEUE && j->o->max_resumes >= 0 &&
+	    j->resumes_done >= j->o->max_resumes)
+		return VIGIL_EXIT_NO_REQUEUE;  /* 最大续训次数 reached */
+	if (j->end_code)
+		return j->end_code;
 	if (j->first_fail >= 0) {
 		const struct node_result *nr = &j->results[j->first_fail];
 
@@ -770,9 +1251,42 @@ job_exit_code(const struct job *j)
 		if (nr->agent_signal)
 			return 128 + nr->agent_signal;
 	}
-	if (j->nresults < j->size)
-		return VIGIL_EXIT_INTERNAL;
+	for (int r = 0; r < j->size; r++)
+		if (j->results[r].lost)
+			return VIGIL_EXIT_INTERNAL;
 	return 0;
+}
+
+/* The name of RANK's node, from the plan. */
+static const char *
+node_host(const struct job *j, int rank)
+{
+	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(j->plan, "nodes");
+
+	return json_str(cJSON_GetArrayItem(nodes, rank), "host", "?");
+}
+
+/* Write TEXT to PATH atomically (a temporary file, fsync, rename). */
+static int
+write_atomic(const char *path, const char *text)
+{
+	char tmp[4096];
+	FILE *f;
+	int rc = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	if (fputs(text, f) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0)
+		rc = -errno;
+	if (fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc < 0)
+		(void)unlink(tmp);
+	return rc;
 }
 
 static void
@@ -781,7 +1295,7 @@ write_report(struct job *j, const char *state, int code)
 	cJSON *r = cJSON_CreateObject(), *nodes, *cmd;
 	char ts[32];
 	char *text;
-	FILE *f;
+	int rc;
 
 	if (!r)
 		return;
@@ -801,9 +1315,9 @@ write_report(struct job *j, const char *state, int code)
 		cJSON *n = cJSON_CreateObject();
 
 		cJSON_AddItemToArray(nodes, n);
-		cJSON_AddStringToObject(n, "node", nr->have ? nr->node : "?");
+		cJSON_AddStringToObject(n, "node", node_host(j, k));
 		cJSON_AddNumberToObject(n, "rank", k);
-		if (!nr->have) {
+		if (!nr->have || nr->lost) {
 			cJSON_AddStringToObject(n, "state", "lost");
 			continue;
 		}
@@ -818,6 +1332,18 @@ write_report(struct job *j, const char *state, int code)
 		if (nr->tail)
 			cJSON_AddItemToObject(n, "stderr_tail", cJSON_Duplicate(nr->tail, 1));
 	}
+	if (j->end_reason[0])
+		cJSON_AddStringToObject(r, "reason", j->end_reason);
+	{
+		cJSON *fn = cJSON_AddArrayToObject(r, "faulty_nodes");
+
+		for (int k = 0; fn && k < j->size; k++)
+			if (j->faulty[k])
+				cJSON_AddItemToArray(fn, cJSON_CreateString(node_host(j, k)));
+	}
+	cJSON_AddNumberToObject(r, "restarts", j->restarts);
+	cJSON_AddItemToObject(r, "attempts", cJSON_Duplicate(j->attempts, 1));
+	cJSON_AddNumberToObject(r, "resumes", j->resumes_done);
 	if (j->first_fail >= 0) {
 		const struct node_result *nr = &j->results[j->first_fail];
 		cJSON *ff = cJSON_AddObjectToObject(r, "first_failure");
@@ -838,18 +1364,10 @@ write_report(struct job *j, const char *state, int code)
 	cJSON_Delete(r);
 	if (!text)
 		return;
-	/* write then rename: a reader never sees half a report */
-	{
-		char tmp[4096];
-
-		snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", j->o->report, (long)getpid());
-		f = fopen(tmp, "w");
-		if (!f || fprintf(f, "%s\n", text) < 0 || fflush(f) != 0 ||
-		    fsync(fileno(f)) != 0 || fclose(f) != 0 || rename(tmp, j->o->report) != 0) {
-			LOG_ERR("cannot write the report %s: %s", j->o->report, strerror(errno));
-			(void)unlink(tmp);
-		}
-	}
+	/* a reader (the batch script) never sees half a report */
+	rc = write_atomic(j->o->report, text);
+	if (rc < 0)
+		LOG_ERR("cannot write the report %s: %s", j->o->report, strerror(-rc));
 	free(text);
 }
 
@@ -886,19 +1404,23 @@ finish(struct job *j)
 	char msg[512];
 	cJSON *d, *fin;
 	char *text;
+	int rc;
 
 	loop_del_timer(j->loop, j->lost_timer);
 	j->lost_timer = NULL;
 	say_start_errors(j);
-	if (j->first_fail >= 0) {
+	if (j->end_code) {
+		snprintf(msg, sizeof(msg), "job %s (exit %d%s): %.400s", state, code,
+		         code == VIGIL_EXIT_REQUEUE ? ", requeue" :
+		         code == VIGIL_EXIT_NO_REQUEUE ? ", resumes exhausted: do not requeue" : "",
+		         j->end_reason);
+	} else if (j->first_fail >= 0) {
 		const struct node_result *nr = &j->results[j->first_fail];
 
-		snprintf(msg, sizeof(msg), "job %s: %s (rank %d) %s %d after %.1f s", state, nr->node,
+		snprintf(msg, sizeof(msg), "job %s: %s (rank %d) %s %d after %.1f s%s", state, nr->node,
 		         j->first_fail, nr->error[0] ? "could not start the training, status" :
-		         "ended first, with status", code, nr->seconds);
-	} else if (j->nresults < j->size) {
-		snprintf(msg, sizeof(msg), "job %s: %d of %d nodes never reported", state,
-		         j->size - j->nresults, j->size);
+		         "ended first, with status", code, nr->seconds,
+		         j->restarts ? " (no restarts left)" : "");
 	} else {
 		snprintf(msg, sizeof(msg), "job %s on %d node%s in %.1f s", state, j->size,
 		         j->size == 1 ? "" : "s", now_s() - j->t0);
@@ -912,27 +1434,91 @@ finish(struct job *j)
 	           msg, d);
 	if (j->o->report)
 		write_report(j, state, code);
+	if (j->o->exclude_file) {
+		/* for sbatch --exclude: the nodes to avoid next time, one a line */
+		size_t len = 0;
+		char *list = NULL;
+		FILE *f = open_memstream(&list, &len);
+
+		if (f) {
+			for (int r = 0; r < j->size; r++)
+				if (j->faulty[r])
+					fprintf(f, "%s\n", node_host(j, r));
+			fclose(f);
+			rc = write_atomic(j->o->exclude_file, list ? list : "");
+			if (rc < 0)
+				LOG_ERR("cannot write %s: %s", j->o->exclude_file, strerror(-rc));
+			free(list);
+		}
+	}
+	if (code == VIGIL_EXIT_REQUEUE && j->o->state_file) {
+		char st[64];
+
+		snprintf(st, sizeof(st), "{\"resumes\": %d}\n", j->resumes_done + 1);
+		rc = write_atomic(j->o->state_file, st);
+		if (rc < 0)
+			LOG_ERR("cannot write %s: %s", j->o->state_file, strerror(-rc));
+	}
+	if (code != 0 && j->o->hold_s > 0) {
+		/* 调试终端: keep the allocation; say where the trouble is */
+		const char *jobid = getenv("SLURM_JOB_ID");
+
+		log_say("vigil: holding the allocation for %.0f s for debugging (SIGTERM ends it)\n",
+		        j->o->hold_s);
+		for (int r = 0; r < j->size; r++) {
+			const struct node_result *nr = &j->results[r];
+
+			if (!j->faulty[r] && !(nr->have && (nr->exit_code || nr->lost)))
+				continue;
+			if (jobid)
+				log_say("vigil:   %s (rank %d): srun --jobid=%s -w %s --pty bash\n",
+				        node_host(j, r), r, jobid, node_host(j, r));
+			else
+				log_say("vigil:   %s (rank %d): ssh %s\n", node_host(j, r), r, node_host(j, r));
+		}
+	}
 
 	fin = cJSON_CreateObject();
 	cJSON_AddNumberToObject(fin, "exit_code", code);
 	cJSON_AddStringToObject(fin, "state", state);
+	if (code != 0 && j->o->hold_s > 0)
+		cJSON_AddNumberToObject(fin, "hold", j->o->hold_s);
 	/* MPI_Finalize waits for every rank: with a node lost, nobody may
 	 * call it, or the healthy nodes would wait on the lost one. */
-	cJSON_AddBoolToObject(fin, "finalize", j->nresults == j->size && j->clean);
+	for (int r = 0; r < j->size; r++)
+		if (j->results[r].lost)
+			j->clean = false;
+	cJSON_AddBoolToObject(fin, "finalize", j->clean);
 	text = cJSON_PrintUnformatted(fin);
 	cJSON_Delete(fin);
 	for (int r = 1; text && r < j->size; r++)
-		if (j->results[r].have)
+		if (j->results[r].have && !j->results[r].lost)
 			(void)peer_send(j->p, r, PEER_TAG_FINAL, text);
 	free(text);
 	j->exit_code = code;
-	if (j->nresults < j->size)
-		j->clean = false;
+	j->hold = code != 0 ? j->o->hold_s : 0;
 	j->finished = true;
 	loop_stop(j->loop);
 }
 
 /* ---- MPI progress, once per loop turn ----------------------------------- */
+
+static void restart_local(struct job *j, const cJSON *cmd);
+
+static void
+take_command(struct job *j, const cJSON *o)
+{
+	const char *cmd = json_str(o, "command", "");
+
+	if (strcmp(cmd, "stop") == 0) {
+		LOG_INFO("stopping: %s", json_str(o, "reason", "the coordinator said so"));
+		stop_local(j, SIGTERM);
+	} else if (strcmp(cmd, "checkpoint") == 0) {
+		checkpoint_local(j);
+	} else if (strcmp(cmd, "restart") == 0) {
+		restart_local(j, o);
+	}
+}
 
 static long
 before_poll(struct loop *l, void *arg)
@@ -945,14 +1531,18 @@ before_poll(struct loop *l, void *arg)
 	while (!j->finished && (rc = peer_poll(j->p, &src, &tag, &msg)) == 1) {
 		cJSON *o = cJSON_Parse(msg);
 
+		if (j->rank == 0 && src >= 0 && src < j->size)
+			j->last_seen[src] = now_s();  /* any message is a sign of life */
 		if (tag == PEER_TAG_RESULT && j->rank == 0) {
 			take_result(j, src, msg);
+		} else if (tag == PEER_TAG_NOTE && j->rank == 0) {
+			take_note(j, src, msg);
 		} else if (tag == PEER_TAG_COMMAND) {
-			LOG_INFO("stopping: %s", json_str(o, "reason", "the coordinator said so"));
-			stop_local(j, SIGTERM);
+			take_command(j, o);
 		} else if (tag == PEER_TAG_FINAL) {
 			j->exit_code = (int)json_num(o, "exit_code", VIGIL_EXIT_INTERNAL);
 			j->clean = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "finalize"));
+			j->hold = json_num(o, "hold", 0);
 			j->finished = true;
 			loop_stop(j->loop);
 		}
@@ -999,57 +1589,67 @@ start_training(struct job *j)
 	}
 	j->cout = child_stdout_fd(j->child);
 	j->cerr = child_stderr_fd(j->child);
-	j->out = output_new(STDOUT_FILENO, OUTPUT_CAP);
-	j->err = output_new(STDERR_FILENO, OUTPUT_CAP);
-	j->errlines = linebuf_new(TAIL_LINE_MAX);
-	if (!j->out || !j->err || !j->errlines)
-		return -ENOMEM;
-	if (j->o->tag_output) {
-		snprintf(prefix, sizeof(prefix), "[%s:%d] ", j->node, j->rank);
-		output_set_prefix(j->out, prefix);
-		output_set_prefix(j->err, prefix);
+	if (!j->out) {
+		/* once per job: a restarted training writes to the same place */
+		j->out = output_new(STDOUT_FILENO, OUTPUT_CAP);
+		j->err = output_new(STDERR_FILENO, OUTPUT_CAP);
+		j->errlines = linebuf_new(TAIL_LINE_MAX);
+		if (!j->out || !j->err || !j->errlines)
+			return -ENOMEM;
+		if (j->o->tag_output) {
+			snprintf(prefix, sizeof(prefix), "[%s:%d] ", j->node, j->rank);
+			output_set_prefix(j->out, prefix);
+			output_set_prefix(j->err, prefix);
+		}
+		if (!j->o->output_all && j->rank != 0)
+			output_set_discard(j->out, true);
+		if (loop_add_fd(j->loop, STDOUT_FILENO, 0, on_dest, j) < 0 ||
+		    loop_add_fd(j->loop, STDERR_FILENO, 0, on_dest, j) < 0)
+			return -ENOMEM;
 	}
-	if (!j->o->output_all && j->rank != 0)
-		output_set_discard(j->out, true);
 	if (loop_add_fd(j->loop, j->cout, POLLIN, on_child_fd, j) < 0 ||
-	    loop_add_fd(j->loop, j->cerr, POLLIN, on_child_fd, j) < 0 ||
-	    loop_add_fd(j->loop, STDOUT_FILENO, 0, on_dest, j) < 0 ||
-	    loop_add_fd(j->loop, STDERR_FILENO, 0, on_dest, j) < 0)
+	    loop_add_fd(j->loop, j->cerr, POLLIN, on_child_fd, j) < 0)
 		return -ENOMEM;
 	return 0;
 }
 
 /*
- * The plan arrived: build this node's launch.  NODES (the plan's node
- * list) must outlive the launch's use of the plan.
+ * Build this node's launch from the plan (j->plan): the training runs on
+ * the plan's members, in member order; a node that is not a member runs
+ * nothing in this attempt.
  */
 static int
-build_launch(struct job *j, const cJSON *plan, struct mode_node **nodes_out,
-             char *err, size_t errlen)
+build_launch(struct job *j, char *err, size_t errlen)
 {
-	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(plan, "nodes");
-	int n = cJSON_GetArraySize(nodes);
-	struct mode_node *mn = calloc((size_t)(n > 0 ? n : 1), sizeof(*mn));
+	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(j->plan, "nodes");
+	const cJSON *members = cJSON_GetObjectItemCaseSensitive(j->plan, "members");
+	int n = cJSON_GetArraySize(members), me = -1;
 	char hostfile[4096], mpich[4096], rundir[3900];
 	const char *tmp = getenv("TMPDIR");
 	struct mode_plan mp = { 0 };
 
-	*nodes_out = mn;
-	if (!mn)
+	mode_launch_free(&j->launch);
+	free(j->mnodes);
+	j->mnodes = calloc((size_t)(n > 0 ? n : 1), sizeof(*j->mnodes));
+	if (!j->mnodes)
 		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
-		const cJSON *x = cJSON_GetArrayItem(nodes, i);
+		int r = (int)cJSON_GetArrayItem(members, i)->valuedouble;
+		const cJSON *x = cJSON_GetArrayItem(nodes, r);
 
-		mn[i].host = json_str(x, "host", "?");
-		mn[i].slots = (int)json_num(x, "slots", 0);
-		if (mn[i].slots < 1)
-			mn[i].slots = 1;  /* a CPU node: SLOTS is 1 */
+		if (r == j->rank)
+			me = i;
+		j->mnodes[i].host = json_str(x, "host", "?");
+		j->mnodes[i].slots = (int)json_num(x, "slots", 0);
+		if (j->mnodes[i].slots < 1)
+			j->mnodes[i].slots = 1;  /* a CPU node: SLOTS is 1 */
 	}
+	j->member = me >= 0;
 	if (j->o->run_dir)
 		snprintf(rundir, sizeof(rundir), "%s", j->o->run_dir);
 	else
 		snprintf(rundir, sizeof(rundir), "%s/vigil.%s", tmp && *tmp ? tmp : "/tmp",
-		         json_str(plan, "job", "0"));
+		         json_str(j->plan, "job", "0"));
 	if (j->o->hostfile)
 		snprintf(hostfile, sizeof(hostfile), "%s", j->o->hostfile);
 	else
@@ -1060,11 +1660,11 @@ build_launch(struct job *j, const cJSON *plan, struct mode_node **nodes_out,
 		snprintf(mpich, sizeof(mpich), "%s/mpich_hostfile", rundir);
 
 	mp.mode = j->o->mode;
-	mp.nodes = mn;
+	mp.nodes = j->mnodes;
 	mp.nnodes = n;
-	mp.node_rank = j->rank;
-	mp.master_addr = json_str(plan, "master_addr", "127.0.0.1");
-	mp.master_port = (int)json_num(plan, "master_port", 0);
+	mp.node_rank = me >= 0 ? me : 0;
+	mp.master_addr = json_str(j->plan, "master_addr", "127.0.0.1");
+	mp.master_port = (int)json_num(j->plan, "master_port", 0);
 	mp.ps = j->o->ps;
 	mp.tf_port = j->o->tf_port;
 	mp.vendor = j->vendor;
@@ -1074,6 +1674,82 @@ build_launch(struct job *j, const cJSON *plan, struct mode_node **nodes_out,
 	mp.argv = j->o->cmd;
 	mp.envp = environ;
 	return mode_build(&mp, &j->launch, err, errlen);
+}
+
+/*
+ * Start this node's part of the current attempt: the training when this
+ * node is a member, else an idle result.  Returns 0, or a negative errno
+ * when the agent itself cannot go on.
+ */
+static int
+launch_attempt(struct job *j)
+{
+	char err[512] = "", count[16];
+	int rc;
+
+	/* which attempt this is, for the training (故障重启) */
+	snprintf(count, sizeof(count), "%d", j->attempt);
+	setenv("VIGIL_RESTART_COUNT", count, 1);
+	rc = build_launch(j, err, sizeof(err));
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0) {
+		j->start_code = VIGIL_EXIT_USAGE;
+		snprintf(j->start_error, sizeof(j->start_error), "%s", err);
+		send_result(j, false);
+	} else if (!j->member) {
+		send_result(j, true);  /* not in this attempt: keep watching */
+	} else if ((rc = mode_write_files(&j->launch, err, sizeof(err))) < 0) {
+		j->start_code = VIGIL_EXIT_INTERNAL;
+		snprintf(j->start_error, sizeof(j->start_error), "%s", err);
+		send_result(j, false);
+	} else if (!j->launch.run) {
+		send_result(j, true);  /* no training here (horovod); keep watching */
+	} else {
+		return start_training(j);
+	}
+	return 0;
+}
+
+/* The coordinator starts the training again: a fresh child, same place. */
+static void
+restart_local(struct job *j, const cJSON *cmd)
+{
+	const cJSON *members = cJSON_GetObjectItemCaseSensitive(cmd, "members");
+
+	loop_del_timer(j->loop, j->kill_timer);
+	loop_del_timer(j->loop, j->drain_timer);
+	loop_del_timer(j->loop, j->ckpt_timer);
+	j->kill_timer = j->drain_timer = j->ckpt_timer = NULL;
+	if (j->child) {
+		if (j->cout >= 0)
+			close_child_fd(j, j->cout);
+		if (j->cerr >= 0)
+			close_child_fd(j, j->cerr);
+		(void)child_signal(j->child, SIGKILL);
+		child_free(j->child);
+		j->child = NULL;
+	}
+	j->exited = j->stopping = j->ckpt_sent = j->result_sent = false;
+	j->agent_signal = 0;
+	j->start_error[0] = '\0';
+	for (int i = 0; i < TAIL_LINES; i++) {
+		free(j->tail[i]);
+		j->tail[i] = NULL;
+	}
+	j->ntail = j->tailnext = 0;
+	j->attempt = (int)json_num(cmd, "attempt", j->attempt + 1);
+	cJSON_ReplaceItemInObject(j->plan, "master_port",
+	                          cJSON_CreateNumber(json_num(cmd, "master_port", 0)));
+	cJSON_ReplaceItemInObject(j->plan, "master_addr",
+	                          cJSON_CreateString(json_str(cmd, "master_addr", "127.0.0.1")));
+	cJSON_ReplaceItemInObject(j->plan, "members", cJSON_Duplicate(members, 1));
+	if (launch_attempt(j) < 0) {
+		LOG_ERR("cannot start the training again");
+		j->start_code = VIGIL_EXIT_INTERNAL;
+		snprintf(j->start_error, sizeof(j->start_error), "cannot start the training again");
+		send_result(j, false);
+	}
 }
 
 /* --dry-run: every node describes its launch; the coordinator prints them in order. */
@@ -1164,18 +1840,78 @@ watch(struct job *j)
 	}
 }
 
+/* Earlier requeues of this job: Slurm's count, else the state file's. */
+static int
+resumes_so_far(const struct run_opts *o)
+{
+	const char *env = getenv("SLURM_RESTART_COUNT");
+	char buf[256];
+	FILE *f;
+	int n = 0;
+
+	if (env && *env)
+		return atoi(env);
+	if (!o->state_file || !(f = fopen(o->state_file, "r")))
+		return 0;
+	if (fgets(buf, sizeof(buf), f)) {
+		cJSON *st = cJSON_Parse(buf);
+
+		n = (int)json_num(st, "resumes", 0);
+		cJSON_Delete(st);
+	}
+	fclose(f);
+	return n;
+}
+
+/* Seconds until the job's time limit: --time-limit, else Slurm's end time; <0: none. */
+static double
+time_left(const struct job *j)
+{
+	const char *end = getenv("SLURM_JOB_END_TIME");
+
+	if (j->o->time_limit_s > 0)
+		return j->o->time_limit_s - (now_s() - j->t0);
+	if (end && *end) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		return atof(end) - ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+	}
+	return -1;
+}
+
+/* After an abnormal end: keep the allocation for a while (SIGTERM ends it). */
+static void
+hold_allocation(struct job *j, double seconds)
+{
+	double until = now_s() + seconds;
+	struct pollfd pfd = { .fd = j->sigfd, .events = POLLIN };
+
+	while (now_s() < until) {
+		int left = (int)((until - now_s()) * 1000) + 1;
+		int sig;
+
+		if (poll(&pfd, 1, left > 1000 ? 1000 : left) < 0 && errno != EINTR)
+			return;
+		while ((sig = sig_fd_read(j->sigfd, NULL)) > 0) {
+			if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)
+				return;
+			if (sig == SIGCHLD)
+				while (waitpid(-1, NULL, WNOHANG) > 0)
+					;
+		}
+	}
+}
+
 int
 run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***argv)
 {
 	struct job job = { .o = o, .cfg = cfg, .sigfd = -1, .cout = -1, .cerr = -1,
 	                   .first_fail = -1, .exit_code = VIGIL_EXIT_INTERNAL, .clean = true };
 	struct job *j = &job;
-	struct slot *slots = NULL;
 	size_t nslots = 0;
 	struct peer_gather *pg = NULL;
-	struct mode_node *mnodes = NULL;
 	char *payload = NULL, *plan_text = NULL, err[512] = "";
-	cJSON *plan = NULL;
 	int rc;
 
 	j->t0 = now_s();
@@ -1198,14 +1934,26 @@ run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***a
 	j->rank = peer_rank(j->p);
 	j->size = peer_size(j->p);
 	log_set_identity(j->node, peer_is_mpi(j->p) ? j->rank : -1);
-	if (j->rank == 0 && o->events) {
-		rc = events_open(o->events, &j->ev);
-		if (rc < 0)
-			LOG_ERR("cannot open the event log %s: %s", o->events, strerror(-rc));
+	if (j->rank == 0) {
+		j->results = calloc((size_t)j->size, sizeof(*j->results));
+		j->last_seen = calloc((size_t)j->size, sizeof(*j->last_seen));
+		j->faulty = calloc((size_t)j->size, sizeof(*j->faulty));
+		j->in_attempt = calloc((size_t)j->size, sizeof(*j->in_attempt));
+		j->attempts = cJSON_CreateArray();
+		if (!j->results || !j->last_seen || !j->faulty || !j->in_attempt || !j->attempts) {
+			LOG_ERR("out of memory");
+			goto out;
+		}
+		j->resumes_done = resumes_so_far(o);
+		if (o->events) {
+			rc = events_open(o->events, &j->ev);
+			if (rc < 0)
+				LOG_ERR("cannot open the event log %s: %s", o->events, strerror(-rc));
+		}
 	}
 
 	/* Pre-check, gathered at the coordinator, which plans or refuses. */
-	payload = survey(j, &slots, &nslots);
+	payload = survey(j, &j->slots, &nslots);
 	if (!payload || peer_gather_start(j->p, payload, &pg) < 0) {
 		LOG_ERR("cannot send this node's report");
 		j->clean = false;
@@ -1243,7 +1991,6 @@ run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***a
 			if (peer_gather_get(pg, r))
 				(void)peer_send(j->p, r, PEER_TAG_PLAN, text);
 		plan_text = text;
-		/* a node that never reported hung or died: MPI_Finalize would wait on it */
 		if (rc != 1)
 			j->clean = false;
 	} else {
@@ -1260,20 +2007,20 @@ run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***a
 			goto out;
 		}
 	}
-	plan = cJSON_Parse(plan_text);
-	if (!plan) {
+	j->plan = cJSON_Parse(plan_text);
+	if (!j->plan) {
 		j->clean = false;
 		goto out;
 	}
-	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(plan, "finalize")))
+	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j->plan, "finalize")))
 		j->clean = false;
-	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "go"))) {
-		j->exit_code = (int)json_num(plan, "exit_code", VIGIL_EXIT_UNHEALTHY);
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j->plan, "go"))) {
+		j->exit_code = (int)json_num(j->plan, "exit_code", VIGIL_EXIT_UNHEALTHY);
 		goto out;
 	}
 
-	rc = build_launch(j, plan, &mnodes, err, sizeof(err));
 	if (o->dry_run) {
+		rc = build_launch(j, err, sizeof(err));
 		j->exit_code = dry_run(j, rc, err);
 		goto out;
 	}
@@ -1286,30 +2033,44 @@ run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***a
 	}
 	loop_set_before_poll(j->loop, before_poll, j);
 	if (j->rank == 0) {
-		j->results = calloc((size_t)j->size, sizeof(*j->results));
-		if (!j->results)
-			goto out;
+		const cJSON *m;
+		double left = time_left(j);
+
+		cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(j->plan, "members"))
+			j->in_attempt[(int)m->valuedouble] = true;
+		for (int r = 0; r < j->size; r++)
+			j->last_seen[r] = now_s();
 		log_say("vigil: %s training on %d node%s, master %s:%d: %s\n", mode_name(o->mode),
-		        j->size, j->size == 1 ? "" : "s", json_str(plan, "master_addr", "?"),
-		        (int)json_num(plan, "master_port", 0), o->cmd[0]);
+		        cJSON_GetArraySize(cJSON_GetObjectItem(j->plan, "members")), j->size == 1 ? "" : "s",
+		        json_str(j->plan, "master_addr", "?"), (int)json_num(j->plan, "master_port", 0),
+		        o->cmd[0]);
 		emit_event(j, j->node, 0, VIGIL_EVENT_LAUNCH, VIGIL_SEVERITY_INFO,
 		           "starting the training", NULL);
+		if (j->size > 1)
+			j->hbcheck_timer = loop_add_timer(j->loop, (long)(o->heartbeat_s * 500), on_hbcheck, j);
+		if (left >= 0) {
+			double at = o->resume ? left - o->ckpt_lead_s : left;
+
+			j->limit_timer = loop_add_timer(j->loop, at > 0 ? (long)(at * 1000) : 0,
+			                                on_time_limit, j);
+		}
 	}
-	if (rc < 0) {
-		j->start_code = VIGIL_EXIT_USAGE;
-		snprintf(j->start_error, sizeof(j->start_error), "%s", err);
-		send_result(j, false);
-	} else if ((rc = mode_write_files(&j->launch, err, sizeof(err))) < 0) {
-		j->start_code = VIGIL_EXIT_INTERNAL;
-		snprintf(j->start_error, sizeof(j->start_error), "%s", err);
-		send_result(j, false);
-	} else if (!j->launch.run) {
-		send_result(j, true);  /* no training here; keep watching */
-	} else if (start_training(j) < 0) {
+	if (j->rank != 0)
+		j->hb_timer = loop_add_timer(j->loop, (long)(o->heartbeat_s * 1000), on_heartbeat, j);
+	if (o->inspect_s > 0) {
+		rc = inspect_new(cfg, j->slots, nslots, o->ckpt_dir, 0, &j->insp);
+		if (rc < 0)
+			LOG_WARN("no inspection on this node: %s", strerror(-rc));
+		else
+			j->insp_timer = loop_add_timer(j->loop, (long)(o->inspect_s * 1000), on_inspect, j);
+	}
+	if (launch_attempt(j) < 0) {
 		LOG_ERR("out of memory");
 		goto out;
 	}
 	watch(j);
+	if (j->hold > 0)
+		hold_allocation(j, j->hold);
 out:
 	if (j->child) {
 		if (!j->exited)
@@ -1334,19 +2095,27 @@ out:
 	output_free(j->out);
 	output_free(j->err);
 	linebuf_free(j->errlines);
+	inspect_free(j->insp);
 	for (int i = 0; i < TAIL_LINES; i++)
 		free(j->tail[i]);
+	for (size_t i = 0; i < j->nreported; i++)
+		free(j->reported[i]);
+	free(j->reported);
 	if (j->results)
 		for (int r = 0; r < j->size; r++)
 			cJSON_Delete(j->results[r].tail);
 	free(j->results);
+	free(j->last_seen);
+	free(j->faulty);
+	free(j->in_attempt);
+	cJSON_Delete(j->attempts);
 	mode_launch_free(&j->launch);
-	free(mnodes);
-	cJSON_Delete(plan);
+	free(j->mnodes);
+	cJSON_Delete(j->plan);
 	free(plan_text);
 	free(payload);
 	peer_gather_free(pg);
-	topo_slots_free(slots, nslots);
+	topo_slots_free(j->slots, nslots);
 	if (j->sigfd >= 0)
 		sig_fd_close(j->sigfd);
 	loop_free(j->loop);

@@ -41,6 +41,22 @@ struct run_opts {
 	bool dry_run;
 	bool verbose;
 	char **cmd;            /* after `--`, through cmdline_check() */
+
+	/* resilience (the platform's 断点续训, 故障巡检, 故障重启, 弹性训练) */
+	bool resume;           /* checkpoint and requeue on faults, signals, time limit */
+	int ckpt_signal;       /* default SIGUSR1 */
+	double ckpt_lead_s;    /* checkpoint this long before the time limit; default 60 */
+	double time_limit_s;   /* from the start; 0: none (SLURM_JOB_END_TIME may set one) */
+	int max_resumes;       /* -1: no limit */
+	const char *state_file;   /* counts requeues where SLURM_RESTART_COUNT is unset */
+	const char *exclude_file; /* faulty nodes' hostnames, for sbatch --exclude */
+	const char *ckpt_dir;  /* watched by the inspection (space left) */
+	int restart_max;       /* fault restart: attempts after the first; 0: off */
+	int min_nodes;         /* elastic: run on the healthy nodes if at least this many; 0: off */
+	double inspect_s;      /* inspection interval; 0: off; default 30 */
+	double heartbeat_s;    /* default 5 */
+	double heartbeat_timeout_s; /* default 30 */
+	double hold_s;         /* keep the allocation after an abnormal end */
 };
 
 void run_opts_init(struct run_opts *o);
