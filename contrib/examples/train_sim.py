@@ -123,6 +123,9 @@ def parse_args(argv):
                         "(default 100; 0: one line without newline)")
     p.add_argument("--stderr-lines", type=int, default=0, metavar="N",
                    help="write N lines to stderr at start")
+    p.add_argument("--signal-log", default=None, metavar="FILE",
+                   help="append 'NAME EPOCH_NS' to FILE for every signal received "
+                        "(for measuring delivery latency)")
     a = p.parse_args(argv)
     for name in ("iters", "crash_at", "hang_at", "fork", "spam", "spam_line",
                  "stderr_lines", "ckpt_every", "slow_from", "crash_times"):
@@ -187,6 +190,10 @@ class Training:
     # -- signals -----------------------------------------------------------
 
     def on_signal(self, signum, frame):
+        if self.args.signal_log:
+            fd = os.open(self.args.signal_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            write_fd(fd, ("%s %d\n" % (signal_name(signum), time.time_ns())).encode())
+            os.close(fd)
         say("signal %s" % signal_name(signum))
         if self.hanging:
             # A training stuck in a collective never reaches its own
