@@ -55,6 +55,8 @@ enum vigil_exit {
 #define VIGIL_EVENT_FAULT       "fault"       /* the inspection found a problem on a node */
 #define VIGIL_EVENT_CHECKPOINT  "checkpoint"  /* every training is told to save */
 #define VIGIL_EVENT_RESTART     "restart"     /* the training starts again (restart, elastic) */
+#define VIGIL_EVENT_PERF        "perf"        /* periodic timing summary across nodes */
+#define VIGIL_EVENT_ALERT       "alert"       /* a performance alert: ratio or straggler */
 #define VIGIL_EVENT_JOB         "job"         /* the job ended: state and status */
 
 /*

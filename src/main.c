@@ -25,6 +25,7 @@
 #include "cmdline.h"
 #include "modes.h"
 #include "peer.h"
+#include "report.h"
 #include "run.h"
 #include "sig.h"
 #include "slots.h"
@@ -38,6 +39,7 @@ static const char usage_text[] =
 "  run     pre-check, then launch and supervise the training on every node\n"
 "  slots   show the accelerator slots discovery finds on this node\n"
 "  check   run the node health checks (alone, or on every node under mpirun)\n"
+"  report  summarise a finished job from its event log (--plot FILE.svg)\n"
 "  help    show this text; `vigil COMMAND --help` shows a command's options\n"
 "\n"
 "Exit status: run: the training's own status (128+N for signal N, 126/127\n"
@@ -87,6 +89,16 @@ static const char run_usage[] =
 "  --heartbeat S       heartbeat interval (default 5)\n"
 "  --heartbeat-timeout S  a node silent this long is lost (default 30)\n"
 "  --hold-on-failure TIME  keep the allocation this long after an abnormal end\n"
+"\n"
+"Performance (timing lines: \"this iteration hardware time is H and e2e time is E ms.\"):\n"
+"  --perf-threshold R  alert when hardware/e2e is above R (see --perf-compare)\n"
+"  --perf-compare WAY  above (default, as the platform) or below (low utilisation)\n"
+"  --perf-window W     for W consecutive iterations (default 5)\n"
+"  --straggler-pct P   name a node whose e2e is P% above the nodes' median\n"
+"  --perf-action WHAT  alert (default), or reschedule: checkpoint and requeue\n"
+"  --notify CMD        run CMD on the coordinator per alert, the alert as JSON on stdin\n"
+"  --metrics FILE      keep a Prometheus textfile of the current figures\n"
+"  --summary-interval S  one summary line every S seconds (default 60; 0 off)\n"
 "  -v, --verbose       diagnostics\n"
 "\n"
 "Pre-check options (as for `vigil check`): --config, --sysfs-root, --topology,\n"
@@ -718,6 +730,15 @@ run_parse(int argc, char **argv, struct run_opts *o, struct config *cfg)
 		{ "heartbeat", required_argument, NULL, 1011 },
 		{ "heartbeat-timeout", required_argument, NULL, 1012 },
 		{ "hold-on-failure", required_argument, NULL, 1013 },
+		{ "perf-threshold", required_argument, NULL, 1020 },
+		{ "perf-window", required_argument, NULL, 1021 },
+		{ "perf-compare", required_argument, NULL, 1022 },
+		{ "perf-action", required_argument, NULL, 1023 },
+		{ "straggler-pct", required_argument, NULL, 1024 },
+		{ "notify", required_argument, NULL, 1025 },
+		{ "metrics", required_argument, NULL, 1026 },
+		{ "summary-interval", required_argument, NULL, 1027 },
+		{ "perf-interval", required_argument, NULL, 1028 },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct check_flags f = { 0 };
@@ -861,8 +882,63 @@ run_parse(int argc, char **argv, struct run_opts *o, struct config *cfg)
 				goto out;
 			}
 			break;
+		case 1020:
+		case 1024: {
+			char *end;
+			double x;
+
+			errno = 0;
+			x = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(x > 0) || x > 1e6) {
+				rc = usage_error("run", "%s needs a positive number, got '%s'",
+				                 c == 1020 ? "--perf-threshold" : "--straggler-pct", optarg);
+				goto out;
+			}
+			if (c == 1020)
+				o->perf_threshold = x;
+			else
+				o->straggler_pct = x;
+			break;
+		}
+		case 1021:
+			if (parse_count(optarg, 1000000, &v) < 0 || v < 1) {
+				rc = usage_error("run", "--perf-window needs a count of iterations (>= 1), got '%s'", optarg);
+				goto out;
+			}
+			o->perf_window = (int)v;
+			break;
+		case 1022:
+			if (strcmp(optarg, "above") != 0 && strcmp(optarg, "below") != 0) {
+				rc = usage_error("run", "--perf-compare must be above or below, got '%s'", optarg);
+				goto out;
+			}
+			o->perf_below = optarg[0] == 'b';
+			break;
+		case 1023:
+			if (strcmp(optarg, "alert") != 0 && strcmp(optarg, "reschedule") != 0) {
+				rc = usage_error("run", "--perf-action must be alert or reschedule, got '%s'", optarg);
+				goto out;
+			}
+			o->perf_reschedule = optarg[0] == 'r';
+			break;
+		case 1025: o->notify = optarg; break;
+		case 1026: o->metrics = optarg; break;
+		case 1027:
+		case 1028:
+			if (strcmp(optarg, "0") == 0 && c == 1027) {
+				o->summary_s = 0;
+			} else if (parse_duration(optarg, c == 1027 ? &o->summary_s : &o->perf_interval_s) < 0) {
+				rc = usage_error("run", "%s needs seconds, got '%s'",
+				                 c == 1027 ? "--summary-interval" : "--perf-interval", optarg);
+				goto out;
+			}
+			break;
 		default: rc = usage_error("run", "invalid option"); goto out;
 		}
+	}
+	if (o->perf_reschedule && !o->resume) {
+		rc = usage_error("run", "--perf-action reschedule checkpoints and requeues: it needs --resume");
+		goto out;
 	}
 	if (o->resume && o->restart_max > 0) {
 		/* the platform manual: 断点续训 and 故障重启 exclude each other */
@@ -937,6 +1013,8 @@ main(int argc, char **argv)
 	/* Subcommands parse their own options from argv[1] on. */
 	if (strcmp(cmd, "run") == 0)
 		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(cmd, "report") == 0)
+		return report_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "slots") == 0)
 		return cmd_slots(argc - 1, argv + 1);
 	if (strcmp(cmd, "check") == 0)

@@ -484,13 +484,224 @@ peer_flush(struct peer *p, double timeout_s)
 	return 1;
 }
 
+/*
+ * Reductions.  A buffer travels as ONE element of a contiguous datatype of
+ * its whole length: MPI's algorithms split a count of doubles into
+ * segments wherever the arithmetic falls (Open MPI 4.1 hands a
+ * 28014-double buffer to the operator as 14007 + 7003 + ... on 4 ranks),
+ * which would give the operator pieces of slots; one element cannot be
+ * split.  MPI's operator receives no user pointer, only the datatype, so
+ * one operator serves every reduction: each (combine function, length)
+ * pair gets its own datatype, and this process-wide table finds the
+ * function from it.  MPI state is per process anyway, and the agent has
+ * one thread.
+ */
+struct reduce_kind {
+	MPI_Datatype type;
+	size_t len;
+	peer_combine_fn *combine;
+};
+
+static struct reduce_kind *reduce_kinds;
+static int nreduce_kinds;
+static MPI_Op reduce_op = MPI_OP_NULL;
+
+struct peer_reduce {
+	struct peer *p;
+	size_t len, ngather;
+	double *mem;           /* one block: send, result, gather send, gathered */
+	double *result, *gathered;
+	MPI_Request req[2];    /* allreduce, gather */
+	bool part_done[2];
+	bool done;
+};
+
+static void
+reduce_apply(void *in, void *inout, int *count, MPI_Datatype *type)
+{
+	for (int i = 0; i < nreduce_kinds; i++) {
+		const struct reduce_kind *k = &reduce_kinds[i];
+
+		if (k->type != *type)
+			continue;
+		for (int e = 0; e < *count; e++)
+			k->combine((const double *)in + (size_t)e * k->len,
+			           (double *)inout + (size_t)e * k->len, k->len);
+		return;
+	}
+	/* Every type handed to MPI_Iallreduce with reduce_op is in the
+	 * table, so this is unreachable. */
+}
+
+/* The datatype for COMBINE over LEN doubles, registered on first use. */
+static int
+reduce_type(peer_combine_fn *combine, size_t len, MPI_Datatype *out)
+{
+	struct reduce_kind *k;
+	MPI_Datatype t;
+
+	for (int i = 0; i < nreduce_kinds; i++) {
+		if (reduce_kinds[i].combine == combine && reduce_kinds[i].len == len) {
+			*out = reduce_kinds[i].type;
+			return 0;
+		}
+	}
+	if (reduce_op == MPI_OP_NULL &&
+	    MPI_Op_create(reduce_apply, 1, &reduce_op) != MPI_SUCCESS) {
+		reduce_op = MPI_OP_NULL;
+		return -EPROTO;
+	}
+	k = realloc(reduce_kinds, (size_t)(nreduce_kinds + 1) * sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	reduce_kinds = k;
+	if (MPI_Type_contiguous((int)len, MPI_DOUBLE, &t) != MPI_SUCCESS)
+		return -EPROTO;
+	if (MPI_Type_commit(&t) != MPI_SUCCESS) {
+		MPI_Type_free(&t);
+		return -EPROTO;
+	}
+	k[nreduce_kinds++] = (struct reduce_kind){ t, len, combine };
+	*out = t;
+	return 0;
+}
+
+int
+peer_reduce_start(struct peer *p, peer_combine_fn *combine, const double *buf,
+                  size_t len, const double *gather, size_t ngather,
+                  struct peer_reduce **out)
+{
+	struct peer_reduce *r;
+	size_t total, ngathered = p->rank == 0 ? (size_t)p->size * ngather : 0;
+	double *send, *gsend;
+	MPI_Datatype type;
+	int rc;
+
+	*out = NULL;
+	if (len == 0)
+		return -EINVAL;
+	if (len > (size_t)INT_MAX || ngather > (size_t)INT_MAX / (size_t)p->size)
+		return -EMSGSIZE;
+	total = 2 * len + ngather + ngathered;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->mem = malloc(total * sizeof(*r->mem));
+	if (!r->mem) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->p = p;
+	r->len = len;
+	r->ngather = ngather;
+	send = r->mem;
+	r->result = send + len;
+	gsend = r->result + len;
+	r->gathered = p->rank == 0 ? gsend + ngather : NULL;
+	memcpy(send, buf, len * sizeof(*buf));
+	if (ngather)
+		memcpy(gsend, gather, ngather * sizeof(*gather));
+	if (!p->mpi || p->size == 1) {
+		memcpy(r->result, send, len * sizeof(*send));
+		if (ngather)
+			memcpy(r->gathered, gsend, ngather * sizeof(*gsend));
+		r->done = true;
+		*out = r;
+		return 0;
+	}
+	rc = reduce_type(combine, len, &type);
+	if (rc < 0)
+		goto fail;
+	if (MPI_Iallreduce(send, r->result, 1, type, reduce_op, MPI_COMM_WORLD,
+	                   &r->req[0]) != MPI_SUCCESS) {
+		rc = -EPROTO;
+		goto fail;
+	}
+	/* Started everywhere in the same order as the allreduce, so the two
+	 * collectives match across ranks. */
+	if (MPI_Igather(gsend, (int)ngather, MPI_DOUBLE, r->gathered, (int)ngather,
+	                MPI_DOUBLE, 0, MPI_COMM_WORLD, &r->req[1]) != MPI_SUCCESS) {
+		/* The allreduce is under way and cannot be taken back: its
+		 * buffers stay with MPI. */
+		free(r);
+		return -EPROTO;
+	}
+	*out = r;
+	return 0;
+fail:
+	free(r->mem);
+	free(r);
+	return rc;
+}
+
+int
+peer_reduce_test(struct peer_reduce *r)
+{
+	if (r->done)
+		return 1;
+	for (int i = 0; i < 2; i++) {
+		int flag = 0;
+
+		if (r->part_done[i])
+			continue;
+		if (MPI_Test(&r->req[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+			return -EPROTO;
+		r->part_done[i] = flag;
+	}
+	r->done = r->part_done[0] && r->part_done[1];
+	return r->done;
+}
+
+const double *
+peer_reduce_result(const struct peer_reduce *r)
+{
+	return r->done ? r->result : NULL;
+}
+
+const double *
+peer_reduce_gathered(const struct peer_reduce *r)
+{
+	return r->done ? r->gathered : NULL;
+}
+
+void
+peer_reduce_free(struct peer_reduce *r)
+{
+	if (!r)
+		return;
+	/* Collectives cannot be cancelled (MPI 3.1, 5.12): a pending one
+	 * may still write its buffers, so they outlive R until exit. */
+	if (r->done)
+		free(r->mem);
+	free(r);
+}
+
+/* Release the reductions' operator and datatypes (MPI still running). */
+static void
+reduce_release(void)
+{
+	for (int i = 0; i < nreduce_kinds; i++)
+		MPI_Type_free(&reduce_kinds[i].type);
+	free(reduce_kinds);
+	reduce_kinds = NULL;
+	nreduce_kinds = 0;
+	if (reduce_op != MPI_OP_NULL)
+		MPI_Op_free(&reduce_op);
+	reduce_op = MPI_OP_NULL;
+}
+
 void
 peer_finalize(struct peer *p, bool clean)
 {
 	if (!p)
 		return;
-	if (p->mpi && clean)
+	/* Unclean: a reduction may still be pending with a lost peer, and its
+	 * operator and datatype must not vanish under it; the process exit
+	 * takes them. */
+	if (p->mpi && clean) {
+		reduce_release();
 		MPI_Finalize();
+	}
 	/* Sends that never completed stay with MPI (a dead receiver); their
 	 * buffers are left to the process exit. */
 	if (clean || !p->mpi) {

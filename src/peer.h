@@ -109,10 +109,73 @@ bool peer_busy(const struct peer *p);
 int peer_flush(struct peer *p, double timeout_s);
 
 /*
+ * Reductions for performance data: every rank contributes a buffer of
+ * doubles and every rank receives the buffers combined, while rank 0 also
+ * collects a few values from each rank (MPI_Iallreduce and MPI_Igather,
+ * started together).  Every rank must start its reductions in the same
+ * order, one at a time; a rank that never starts one leaves the others'
+ * pending, never blocked.
+ */
+struct peer_reduce;
+
+/*
+ * The reduction's operator: combine IN into INOUT, LEN doubles.  It must
+ * be commutative and associative; it is always handed whole buffers (the
+ * buffer travels as one element of a derived type, so MPI never splits it
+ * at a point the operator could not recognise).  Called from inside MPI
+ * while a reduction progresses: it must not call MPI.
+ */
+typedef void peer_combine_fn(const double *in, double *inout, size_t len);
+
+/*
+ * Start combining BUF[LEN] doubles across every rank with COMBINE, and
+ * gathering GATHER[NGATHER] doubles from every rank at rank 0 (NGATHER
+ * the same everywhere; 0 gathers nothing).  Both inputs are copied.  In a
+ * world of one the reduction is complete at once (COMBINE over one buffer
+ * is the identity and is not called).  Returns 0 or a negative errno
+ * (-EINVAL for LEN 0, -EMSGSIZE beyond MPI's counts, -EPROTO when MPI
+ * refused); *OUT is owned by the caller until peer_reduce_free().
+ *
+ * MPI's operator cannot carry a pointer, so COMBINE is remembered in a
+ * table local to this process, keyed by the datatype MPI hands back to
+ * the operator: several combine functions and buffer lengths may be in
+ * use, each pair registered once and released by peer_finalize().
+ */
+int peer_reduce_start(struct peer *p, peer_combine_fn *combine,
+                      const double *buf, size_t len,
+                      const double *gather, size_t ngather,
+                      struct peer_reduce **out);
+
+/*
+ * Advance the reduction without blocking: 1 when both parts completed on
+ * this rank, 0 while pending (a stalled or lost rank keeps it pending
+ * forever), or a negative errno if MPI reported an error.
+ */
+int peer_reduce_test(struct peer_reduce *r);
+
+/* The combined buffer (LEN doubles, owned by R), once complete; else NULL. */
+const double *peer_reduce_result(const struct peer_reduce *r);
+
+/*
+ * Rank 0, once complete: every rank's NGATHER doubles in rank order
+ * (size * NGATHER, owned by R).  NULL on other ranks or while pending.
+ */
+const double *peer_reduce_gathered(const struct peer_reduce *r);
+
+/*
+ * Release R.  A pending reduction cannot be cancelled (MPI has no cancel
+ * for collectives): its buffers are left to MPI, which may still write
+ * them, until the process exits, and the process is then expected to end
+ * without peer_finalize(..., true).
+ */
+void peer_reduce_free(struct peer_reduce *r);
+
+/*
  * End MPI.  CLEAN true calls MPI_Finalize, which in Open MPI synchronises
  * with every rank and so must only be called when every peer is known to
  * be alive; false leaves MPI without finalizing (the launcher then sees the
- * exit as abnormal, which is the truth).  Frees P.
+ * exit as abnormal, which is the truth).  Releases the reductions'
+ * operator and datatypes.  Frees P.
  */
 void peer_finalize(struct peer *p, bool clean);
 

@@ -18,6 +18,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
@@ -45,8 +46,12 @@
 #include "linebuf.h"
 #include "log.h"
 #include "loop.h"
+#include "metrics.h"
+#include "notify.h"
 #include "output.h"
 #include "peer.h"
+#include "perf.h"
+#include "progress.h"
 #include "run.h"
 #include "sig.h"
 #include "topo.h"
@@ -60,6 +65,9 @@
 #define DRAIN_MS 2000            /* after the child exits, wait this long for EOF */
 #define LOST_AFTER_STOP_S 15.0   /* beyond the grace: a node that still has not reported */
 #define STOP_AFTER_CKPT_MS 5000  /* TERM to KILL once the checkpoint's grace is over */
+#define PERF_WINDOW 64           /* iterations per reduction, and kept ahead of the slowest node */
+#define PERF_HIST 4096           /* recent e2e times per node kept for the report's medians */
+#define SCAN_LINE_MAX 4096       /* timing lines are short; longer lines are cut for scanning */
 
 extern char **environ;
 
@@ -140,7 +148,31 @@ struct job {
 	cJSON *attempts;          /* what ended each attempt, for the report */
 	int resumes_done;         /* earlier requeues of this job */
 
+	/* performance detection, on this node */
+	struct linebuf *outlines; /* the training's stdout, scanned for timing lines */
+	struct perf_node *perf;
+	struct peer_reduce *red;  /* the reduction in flight, one at a time */
+	size_t perf_base;         /* iterations complete on every node */
+	double perf_last;         /* when the coordinator last started a reduction */
+	int cycles_started;       /* reductions this node started */
+	int cycles_due;           /* reductions the coordinator started (ticks) */
+	double *red_buf, *red_gather;
+
+	/* performance detection, at the coordinator */
+	struct perf_policy *policy;
+	struct perf_iter last_iter;
+	bool have_iter;
+	double summary_last;
+	double *hist;             /* recent e2e per rank (PERF_HIST each), for medians */
+	size_t *nhist;
+	cJSON *alerts;            /* every alert, for the report */
+	int perf_alerts;
+	struct metrics *metrics;  /* --metrics */
+	double metrics_last;
+	pid_t notifiers[16];      /* --notify commands not yet known to be done */
+
 	/* the end */
+	bool finishing;           /* coordinator: every result is in */
 	bool finished;
 	int exit_code;
 	bool clean;
@@ -172,6 +204,9 @@ run_opts_init(struct run_opts *o)
 	o->inspect_s = 30;
 	o->heartbeat_s = 5;
 	o->heartbeat_timeout_s = 30;
+	o->perf_window = 5;
+	o->summary_s = 60;
+	o->perf_interval_s = 1;
 }
 
 /* ---- start-up: what this node is, and the coordinator's plan ---------- */
@@ -463,6 +498,25 @@ tail_line(const char *line, size_t len, bool truncated, void *arg)
 		j->ntail++;
 }
 
+/* A line of the training's output: a timing line feeds the iterations. */
+static void
+scan_line(const char *line, size_t len, bool truncated, void *arg)
+{
+	struct job *j = arg;
+	struct progress_line pl;
+
+	(void)truncated;
+	if (j->perf && progress_parse(line, len, &pl))
+		perf_node_add(j->perf, &pl);
+}
+
+static void
+err_line(const char *line, size_t len, bool truncated, void *arg)
+{
+	tail_line(line, len, truncated, arg);
+	scan_line(line, len, truncated, arg);
+}
+
 static void maybe_done(struct job *j);
 
 static void
@@ -490,11 +544,13 @@ close_child_fd(struct job *j, int fd)
 {
 	loop_del_fd(j->loop, fd);
 	child_close_fd(j->child, fd);
-	if (fd == j->cout)
-		j->cout = -1;
 	if (fd == j->cerr) {
 		j->cerr = -1;
-		linebuf_flush(j->errlines, tail_line, j);
+		linebuf_flush(j->errlines, err_line, j);
+	}
+	if (fd == j->cout) {
+		j->cout = -1;
+		linebuf_flush(j->outlines, scan_line, j);
 	}
 }
 
@@ -528,8 +584,11 @@ on_child_fd(struct loop *l, int fd, short revents, void *arg)
 			maybe_done(j);
 			return;
 		}
+		/* a copy for scanning; what passes through is untouched */
 		if (o == j->err)
-			linebuf_feed(j->errlines, buf, (size_t)n, tail_line, j);
+			linebuf_feed(j->errlines, buf, (size_t)n, err_line, j);
+		else
+			linebuf_feed(j->outlines, buf, (size_t)n, scan_line, j);
 		rc = output_push(o, buf, (size_t)n);
 		if (rc < 0 && rc != -EAGAIN) {
 			static bool said;
@@ -852,6 +911,10 @@ checkpoint_local(struct job *j)
 
 static void finish(struct job *j);
 static void restart_all(struct job *j);
+static double median_of(double *v, size_t n);
+static void metrics_update(struct job *j, bool force);
+static void perf_final(struct job *j);
+static void perf_summary(struct job *j);
 
 /* COMMAND to every rank whose training still runs (self included). */
 static void
@@ -1342,6 +1405,40 @@ write_report(struct job *j, const char *state, int code)
 				cJSON_AddItemToArray(fn, cJSON_CreateString(node_host(j, k)));
 	}
 	cJSON_AddNumberToObject(r, "restarts", j->restarts);
+	if (j->hist) {
+		/* 性能检测: per-node medians, the slowest node, the alerts */
+		cJSON *perf = cJSON_AddObjectToObject(r, "performance");
+		cJSON *pn = cJSON_AddArrayToObject(perf, "nodes");
+		double worst = -1, tmp[PERF_HIST];
+		int slowest = -1;
+
+		cJSON_AddNumberToObject(perf, "iterations", (double)j->perf_base);
+		for (int k = 0; pn && k < j->size; k++) {
+			size_t n = j->nhist[k] < PERF_HIST ? j->nhist[k] : PERF_HIST;
+			cJSON *x;
+			double med;
+
+			if (n == 0)
+				continue;
+			memcpy(tmp, j->hist + (size_t)k * PERF_HIST, n * sizeof(double));
+			med = median_of(tmp, n);
+			x = cJSON_CreateObject();
+			cJSON_AddStringToObject(x, "node", node_host(j, k));
+			cJSON_AddNumberToObject(x, "rank", k);
+			cJSON_AddNumberToObject(x, "median_e2e_ms", med);
+			cJSON_AddNumberToObject(x, "samples", (double)n);
+			cJSON_AddItemToArray(pn, x);
+			if (med > worst) {
+				worst = med;
+				slowest = k;
+			}
+		}
+		if (slowest >= 0)
+			cJSON_AddStringToObject(perf, "slowest_node", node_host(j, slowest));
+		else
+			cJSON_AddNullToObject(perf, "slowest_node");
+		cJSON_AddItemToObject(perf, "alerts", cJSON_Duplicate(j->alerts, 1));
+	}
 	cJSON_AddItemToObject(r, "attempts", cJSON_Duplicate(j->attempts, 1));
 	cJSON_AddNumberToObject(r, "resumes", j->resumes_done);
 	if (j->first_fail >= 0) {
@@ -1399,12 +1496,20 @@ say_start_errors(const struct job *j)
 static void
 finish(struct job *j)
 {
-	const char *state = job_state(j);
-	int code = job_exit_code(j);
+	const char *state;
+	int code;
 	char msg[512];
 	cJSON *d, *fin;
 	char *text;
 	int rc;
+
+	/* the iterations printed since the last reduction, and a last summary */
+	j->finishing = true;
+	perf_final(j);
+	if (j->have_iter && j->o->summary_s > 0)
+		perf_summary(j);
+	state = job_state(j);
+	code = job_exit_code(j);
 
 	loop_del_timer(j->loop, j->lost_timer);
 	j->lost_timer = NULL;
@@ -1434,6 +1539,8 @@ finish(struct job *j)
 	           msg, d);
 	if (j->o->report)
 		write_report(j, state, code);
+	j->finished = true;  /* for the metrics' state */
+	metrics_update(j, true);
 	if (j->o->exclude_file) {
 		/* for sbatch --exclude: the nodes to avoid next time, one a line */
 		size_t len = 0;
@@ -1489,6 +1596,7 @@ finish(struct job *j)
 		if (j->results[r].lost)
 			j->clean = false;
 	cJSON_AddBoolToObject(fin, "finalize", j->clean);
+	cJSON_AddNumberToObject(fin, "cycles", j->cycles_due);
 	text = cJSON_PrintUnformatted(fin);
 	cJSON_Delete(fin);
 	for (int r = 1; text && r < j->size; r++)
@@ -1499,6 +1607,324 @@ finish(struct job *j)
 	j->hold = code != 0 ? j->o->hold_s : 0;
 	j->finished = true;
 	loop_stop(j->loop);
+}
+
+/* ---- performance detection ---------------------------------------------- */
+
+/*
+ * Reductions run in lock step: the coordinator starts one every
+ * --perf-interval once its previous one completed (so every node had
+ * joined it), and tells the others ("perf" ticks); a node starts one per
+ * tick, in order, after its previous one.  Every node thus starts the same
+ * reductions, a stalled node only holds the next one back, and at the end
+ * FINAL says how many there were, so each node can finish them before
+ * MPI_Finalize.
+ */
+
+static double
+median_of(double *v, size_t n)
+{
+	/* insertion sort: n is at most PERF_HIST, and this runs at the end */
+	for (size_t i = 1; i < n; i++) {
+		double x = v[i];
+		size_t k = i;
+
+		while (k > 0 && v[k - 1] > x) {
+			v[k] = v[k - 1];
+			k--;
+		}
+		v[k] = x;
+	}
+	if (n == 0)
+		return NAN;
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* --notify: the alert as JSON on the command's stdin; never waits for it. */
+static void
+notify_alert(struct job *j, const char *json)
+{
+	pid_t pid;
+	int rc = notify_spawn(j->o->notify, json, &pid);
+	size_t n = sizeof(j->notifiers) / sizeof(j->notifiers[0]);
+
+	if (rc < 0) {
+		LOG_ERR("cannot run the notifier '%s': %s", j->o->notify, strerror(-rc));
+		return;
+	}
+	/* remembered so that one still running at the end can be stopped */
+	for (size_t i = 0; i < n; i++) {
+		if (j->notifiers[i] <= 0 || kill(j->notifiers[i], 0) < 0) {
+			j->notifiers[i] = pid;
+			return;
+		}
+	}
+}
+
+/* --metrics: the current figures, rewritten at most once a second. */
+static void
+metrics_update(struct job *j, bool force)
+{
+	const struct perf_iter *it = &j->last_iter;
+	unsigned up = 0, lost = 0;
+	int rc;
+
+	if (!j->metrics || (!force && now_s() - j->metrics_last < 1))
+		return;
+	j->metrics_last = now_s();
+	metrics_set_state(j->metrics, j->finished ? job_state(j) : VIGIL_STATE_RUNNING);
+	metrics_set_iterations(j->metrics, j->perf_base);
+	if (j->have_iter) {
+		struct metrics_stats hw = { it->hw_min, it->hw_mean, it->hw_max };
+		struct metrics_stats e2e = { it->e2e_min, it->e2e_mean, it->e2e_max };
+		struct metrics_stats ratio = { it->r_min, it->r_mean, it->r_max };
+
+		metrics_set_iteration(j->metrics, &hw, &e2e, &ratio);
+	}
+	for (int r = 0; r < j->size; r++) {
+		if (j->results[r].lost)
+			lost++;
+		else
+			up++;
+		if (j->nhist && j->nhist[r])
+			metrics_set_node_e2e(j->metrics, node_host(j, r),
+			        j->hist[(size_t)r * PERF_HIST + (j->nhist[r] - 1) % PERF_HIST]);
+	}
+	metrics_set_nodes(j->metrics, up, lost);
+	rc = metrics_write(j->metrics, j->o->metrics);
+	if (rc < 0) {
+		static bool said;
+
+		if (!said)
+			LOG_ERR("cannot write the metrics file %s: %s", j->o->metrics, strerror(-rc));
+		said = true;
+	}
+}
+
+static void
+perf_alert(struct job *j, const struct perf_alert *a)
+{
+	cJSON *d = cJSON_CreateObject(), *copy;
+	char *text;
+
+	j->perf_alerts++;
+	cJSON_AddStringToObject(d, "kind", a->kind);
+	cJSON_AddNumberToObject(d, "iter", (double)a->iter);
+	cJSON_AddStringToObject(d, "node", node_host(j, a->rank));
+	cJSON_AddNumberToObject(d, "rank", a->rank);
+	cJSON_AddNumberToObject(d, "value", a->value);
+	cJSON_AddStringToObject(d, "message", a->message);
+	copy = cJSON_Duplicate(d, 1);
+	if (copy)
+		cJSON_AddItemToArray(j->alerts, copy);
+	if (j->metrics)
+		metrics_add_alert(j->metrics, a->kind);
+	log_say("vigil: performance alert: %s\n", a->message);
+	text = cJSON_PrintUnformatted(d);
+	if (text && j->o->notify)
+		notify_alert(j, text);
+	free(text);
+	emit_event(j, node_host(j, a->rank), a->rank, VIGIL_EVENT_ALERT, VIGIL_SEVERITY_WARNING,
+	           a->message, d);
+	if (j->o->perf_reschedule && !j->finishing) {
+		char why[400];
+
+		/* reschedule: save and requeue away from the node named */
+		snprintf(why, sizeof(why), "performance: %.300s", a->message);
+		j->faulty[a->rank] = true;
+		checkpoint_all(j, why, VIGIL_EXIT_REQUEUE);
+	}
+}
+
+static void
+perf_summary(struct job *j)
+{
+	const struct perf_iter *it = &j->last_iter;
+	cJSON *d = cJSON_CreateObject(), *ne;
+	char msg[512];
+
+	snprintf(msg, sizeof(msg), "iter %zu  e2e %.0f ms (min %.0f %s, max %.0f %s)  "
+	         "hw/e2e %.2f (min %.2f %s)", it->iter, it->e2e_mean, it->e2e_min,
+	         node_host(j, it->e2e_min_rank), it->e2e_max, node_host(j, it->e2e_max_rank),
+	         it->r_mean, it->r_min, node_host(j, it->r_min_rank));
+	log_say("vigil: %s\n", msg);
+	cJSON_AddNumberToObject(d, "iter", (double)it->iter);
+	cJSON_AddNumberToObject(d, "e2e_min", it->e2e_min);
+	cJSON_AddNumberToObject(d, "e2e_mean", it->e2e_mean);
+	cJSON_AddNumberToObject(d, "e2e_max", it->e2e_max);
+	cJSON_AddStringToObject(d, "e2e_min_node", node_host(j, it->e2e_min_rank));
+	cJSON_AddStringToObject(d, "e2e_max_node", node_host(j, it->e2e_max_rank));
+	cJSON_AddNumberToObject(d, "hw_mean", it->hw_mean);
+	cJSON_AddNumberToObject(d, "r_min", it->r_min);
+	cJSON_AddNumberToObject(d, "r_mean", it->r_mean);
+	cJSON_AddNumberToObject(d, "r_max", it->r_max);
+	cJSON_AddStringToObject(d, "r_min_node", node_host(j, it->r_min_rank));
+	cJSON_AddStringToObject(d, "r_max_node", node_host(j, it->r_max_rank));
+	ne = cJSON_AddObjectToObject(d, "node_e2e");
+	for (int r = 0; ne && r < j->size; r++)
+		if (j->nhist[r])
+			cJSON_AddNumberToObject(ne, node_host(j, r),
+			        j->hist[(size_t)r * PERF_HIST + (j->nhist[r] - 1) % PERF_HIST]);
+	emit_event(j, j->node, j->rank, VIGIL_EVENT_PERF, VIGIL_SEVERITY_INFO, msg, d);
+}
+
+/* Coordinator: one iteration complete on every node. */
+static void
+perf_iteration(struct job *j, const struct perf_iter *it, const double *node_e2e)
+{
+	const char *names[256];
+	struct perf_alert alerts[8];
+	size_t n;
+
+	for (int r = 0; r < j->size; r++) {
+		if (node_e2e && !isnan(node_e2e[r])) {
+			j->hist[(size_t)r * PERF_HIST + j->nhist[r] % PERF_HIST] = node_e2e[r];
+			j->nhist[r]++;
+		}
+		if (r < 256)
+			names[r] = node_host(j, r);
+	}
+	j->last_iter = *it;
+	j->have_iter = true;
+	n = perf_policy_feed(j->policy, it, node_e2e, j->size <= 256 ? names : NULL, alerts, 8);
+	for (size_t k = 0; k < n; k++)
+		perf_alert(j, &alerts[k]);
+	if (j->o->summary_s > 0 && now_s() - j->summary_last >= j->o->summary_s) {
+		j->summary_last = now_s();
+		perf_summary(j);
+	}
+	metrics_update(j, false);
+}
+
+/* Start this node's next reduction: its window of iterations, as rank RANK. */
+static int
+perf_start(struct job *j)
+{
+	bool contributes = j->member && j->launch.run;
+	int rc;
+
+	/* No training here (horovod off the coordinator, a node left out):
+	 * nothing to say, and no say in how far everyone is. */
+	perf_pack(contributes ? j->perf : NULL, j->perf_base, PERF_WINDOW, j->rank, j->red_buf);
+	for (size_t k = 0; k < PERF_WINDOW; k++) {
+		double hw, e2e;
+
+		j->red_gather[k] = contributes &&
+		        perf_node_get(j->perf, j->perf_base + 1 + k, &hw, &e2e) == 0 ? e2e : NAN;
+	}
+	rc = peer_reduce_start(j->p, perf_combine, j->red_buf, perf_buffer_len(PERF_WINDOW),
+	                       j->red_gather, PERF_WINDOW, &j->red);
+	if (rc == 0)
+		j->cycles_started++;
+	return rc;
+}
+
+/* Once per loop turn: finish the reduction in flight, start the next one. */
+static void
+perf_cycle(struct job *j)
+{
+	int rc;
+
+	if (!j->perf)
+		return;
+	if (j->red) {
+		const double *res;
+		struct perf_iter its[PERF_WINDOW];
+		size_t nb, n;
+
+		rc = peer_reduce_test(j->red);
+		if (rc == 0)
+			return;
+		if (rc < 0) {
+			LOG_ERR("the timing reduction failed: performance detection stops");
+			perf_node_free(j->perf);
+			j->perf = NULL;
+			return;
+		}
+		res = peer_reduce_result(j->red);
+		perf_unpack(res, j->perf_base, PERF_WINDOW, perf_contributors(res), &nb, its, &n);
+		if (j->rank == 0) {
+			const double *g = peer_reduce_gathered(j->red);
+			double *ne = calloc((size_t)j->size, sizeof(*ne));
+
+			for (size_t k = 0; ne && k < n; k++) {
+				size_t slot = its[k].iter - j->perf_base - 1;
+
+				for (int r = 0; r < j->size; r++)
+					ne[r] = g ? g[(size_t)r * PERF_WINDOW + slot] : NAN;
+				perf_iteration(j, &its[k], ne);
+			}
+			free(ne);
+		}
+		if (nb > j->perf_base) {
+			perf_node_forget(j->perf, nb);
+			j->perf_base = nb;
+		}
+		peer_reduce_free(j->red);
+		j->red = NULL;
+	}
+	/* the coordinator ticks while the job runs; after FINAL the others
+	 * still catch up with the ticks they were told of */
+	if (j->rank == 0 && !j->finished && now_s() - j->perf_last >= j->o->perf_interval_s) {
+		j->perf_last = now_s();
+		for (int r = 1; r < j->size; r++)
+			if (!j->results[r].lost)
+				(void)peer_send(j->p, r, PEER_TAG_COMMAND, "{\"command\":\"perf\"}");
+		j->cycles_due++;
+	}
+	if (j->cycles_started < j->cycles_due && perf_start(j) < 0) {
+		LOG_ERR("cannot start the timing reduction: performance detection stops");
+		perf_node_free(j->perf);
+		j->perf = NULL;
+	}
+}
+
+/*
+ * Coordinator, at the end: one more reduction, so that the iterations the
+ * trainings printed since the last one are counted too.  Every live node
+ * is still in its loop (waiting for FINAL) and joins it.  Bounded: a node
+ * that cannot join costs 2 s.
+ */
+static void
+perf_final(struct job *j)
+{
+	const struct timespec nap = { 0, 1000000 };
+	double deadline = now_s() + 2;
+
+	if (!j->perf)
+		return;
+	for (int r = 0; r < j->size; r++)
+		if (j->results[r].lost)
+			return;  /* it would never complete */
+	j->perf_last = 0;  /* due now */
+	do {
+		perf_cycle(j);
+		if (j->red)
+			nanosleep(&nap, NULL);
+	} while (j->red && now_s() < deadline);
+}
+
+/*
+ * Before MPI_Finalize: start the reductions the coordinator started that
+ * this node has not, and let every one complete, within TIMEOUT_S.
+ * Returns true when none is left in flight.
+ */
+static bool
+perf_drain(struct job *j, double timeout_s)
+{
+	const struct timespec nap = { 0, 1000000 };
+	double deadline = now_s() + timeout_s;
+
+	if (!j->perf)
+		return true;
+	while (j->red || j->cycles_started < j->cycles_due) {
+		if (now_s() >= deadline)
+			return false;
+		perf_cycle(j);
+		if (j->red)
+			nanosleep(&nap, NULL);
+	}
+	return true;
 }
 
 /* ---- MPI progress, once per loop turn ----------------------------------- */
@@ -1517,6 +1943,8 @@ take_command(struct job *j, const cJSON *o)
 		checkpoint_local(j);
 	} else if (strcmp(cmd, "restart") == 0) {
 		restart_local(j, o);
+	} else if (strcmp(cmd, "perf") == 0) {
+		j->cycles_due++;  /* the coordinator started a reduction: join it */
 	}
 }
 
@@ -1543,6 +1971,9 @@ before_poll(struct loop *l, void *arg)
 			j->exit_code = (int)json_num(o, "exit_code", VIGIL_EXIT_INTERNAL);
 			j->clean = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "finalize"));
 			j->hold = json_num(o, "hold", 0);
+			/* the reductions the coordinator started, to finish before MPI ends */
+			if (json_num(o, "cycles", 0) > j->cycles_due)
+				j->cycles_due = (int)json_num(o, "cycles", 0);
 			j->finished = true;
 			loop_stop(j->loop);
 		}
@@ -1556,8 +1987,9 @@ before_poll(struct loop *l, void *arg)
 		j->finished = true;
 		loop_stop(j->loop);
 	}
+	perf_cycle(j);
 	if (!peer_is_mpi(j->p))
-		return -1;
+		return j->perf && !j->finished ? (long)(j->o->perf_interval_s * 1000) : -1;
 	/* MPI is not a descriptor: look again soon, sooner with traffic in
 	 * flight.  50 ms keeps an idle agent near zero CPU. */
 	return peer_busy(j->p) ? 2 : 50;
@@ -1594,7 +2026,8 @@ start_training(struct job *j)
 		j->out = output_new(STDOUT_FILENO, OUTPUT_CAP);
 		j->err = output_new(STDERR_FILENO, OUTPUT_CAP);
 		j->errlines = linebuf_new(TAIL_LINE_MAX);
-		if (!j->out || !j->err || !j->errlines)
+		j->outlines = linebuf_new(SCAN_LINE_MAX);
+		if (!j->out || !j->err || !j->errlines || !j->outlines)
 			return -ENOMEM;
 		if (j->o->tag_output) {
 			snprintf(prefix, sizeof(prefix), "[%s:%d] ", j->node, j->rank);
@@ -2064,6 +2497,32 @@ run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***a
 		else
 			j->insp_timer = loop_add_timer(j->loop, (long)(o->inspect_s * 1000), on_inspect, j);
 	}
+	j->perf = perf_node_new(PERF_WINDOW);
+	j->red_buf = calloc(perf_buffer_len(PERF_WINDOW), sizeof(double));
+	j->red_gather = calloc(PERF_WINDOW, sizeof(double));
+	if (j->rank == 0) {
+		struct perf_policy_opts po = {
+			.threshold = o->perf_threshold, .below = o->perf_below,
+			.window = o->perf_window, .straggler_pct = o->straggler_pct,
+		};
+
+		j->policy = perf_policy_new(&po, j->size);
+		j->hist = calloc((size_t)j->size * PERF_HIST, sizeof(*j->hist));
+		j->nhist = calloc((size_t)j->size, sizeof(*j->nhist));
+		j->alerts = cJSON_CreateArray();
+		if (o->metrics) {
+			j->metrics = metrics_new();
+			if (!j->metrics)
+				goto out;
+		}
+		j->summary_last = now_s();
+		j->perf_last = now_s();
+	}
+	if (!j->perf || !j->red_buf || !j->red_gather ||
+	    (j->rank == 0 && (!j->policy || !j->hist || !j->nhist || !j->alerts))) {
+		LOG_ERR("out of memory");
+		goto out;
+	}
 	if (launch_attempt(j) < 0) {
 		LOG_ERR("out of memory");
 		goto out;
@@ -2084,6 +2543,12 @@ out:
 	/* Let the FINAL messages leave before MPI goes away. */
 	if (j->rank == 0 && j->p)
 		(void)peer_flush(j->p, 5);
+	/* MPI_Finalize with a reduction in flight would wait for it */
+	if (j->clean && !perf_drain(j, 3)) {
+		LOG_WARN("a timing reduction did not complete: leaving without MPI_Finalize "
+		         "(%d started, %d due)", j->cycles_started, j->cycles_due);
+		j->clean = false;
+	}
 	rc = j->exit_code;
 	if (j->ev) {
 		int erc = events_close(j->ev);
@@ -2095,7 +2560,23 @@ out:
 	output_free(j->out);
 	output_free(j->err);
 	linebuf_free(j->errlines);
+	linebuf_free(j->outlines);
 	inspect_free(j->insp);
+	if (!j->red)
+		perf_node_free(j->perf);  /* else MPI may still read its buffers: left to exit */
+	peer_reduce_free(j->red);
+	perf_policy_free(j->policy);
+	free(j->hist);
+	free(j->nhist);
+	cJSON_Delete(j->alerts);
+	metrics_free(j->metrics);
+	for (size_t i = 0; i < sizeof(j->notifiers) / sizeof(j->notifiers[0]); i++)
+		if (j->notifiers[i] > 0)
+			(void)kill(-j->notifiers[i], SIGTERM);  /* a notifier still hanging */
+	if (!j->red) {
+		free(j->red_buf);
+		free(j->red_gather);
+	}
 	for (int i = 0; i < TAIL_LINES; i++)
 		free(j->tail[i]);
 	for (size_t i = 0; i < j->nreported; i++)

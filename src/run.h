@@ -57,6 +57,17 @@ struct run_opts {
 	double heartbeat_s;    /* default 5 */
 	double heartbeat_timeout_s; /* default 30 */
 	double hold_s;         /* keep the allocation after an abnormal end */
+
+	/* performance detection (the platform's 性能检测) */
+	double perf_threshold; /* on hardware/e2e; 0: no ratio alerts */
+	bool perf_below;       /* alert below the threshold (default: above) */
+	int perf_window;       /* consecutive iterations; default 5 */
+	bool perf_reschedule;  /* act on an alert: checkpoint and requeue (default: alert only) */
+	double straggler_pct;  /* a node this % slower than the median; 0: off */
+	const char *notify;    /* command run on the coordinator per alert, JSON on stdin */
+	const char *metrics;   /* Prometheus textfile */
+	double summary_s;      /* one-line summary every this many seconds; default 60; 0 off */
+	double perf_interval_s;/* reduction cadence; default 1 */
 };
 
 void run_opts_init(struct run_opts *o);

@@ -139,7 +139,7 @@ bed_empty && pass "restart: nothing left" || fail "restart: processes left"
 
 # 5. SIGUSR1 to mpirun: every training gets the checkpoint signal once.
 start_case usr1
-kill -USR1 "$(pgrep -f "^mpirun .*--report $SCRATCH/usr1.json" | head -1)"
+kill -USR1 "$(pgrep -f "^[^ ]*mpirun .*--report $SCRATCH/usr1.json" | head -1)"
 wait "$job"; rc=$?
 expect_eq "SIGUSR1: requeue" 81 "$rc"
 expect_eq "SIGUSR1 once per training" 3 "$(grep -c '^signal SIGUSR1$' "$log")"

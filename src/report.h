@@ -1,0 +1,83 @@
+/*
+ * report.h - `vigil report EVENTS [--json] [--plot FILE.svg]`: what an
+ * event log (`--events`) says about a job, for people.
+ *
+ * The log is read leniently: blank lines are skipped, a line that is not a
+ * JSON object with a string "kind" is counted as malformed (the summary
+ * says how many and where) and skipped, and kinds this version does not
+ * know are ignored.  A requeued job appends to the log of its earlier
+ * runs: every "job" event ends a run, and the report describes the last
+ * run (the events after the previous "job" event), naming the earlier
+ * runs' outcomes; a log whose last run has no "job" event yet describes a
+ * job still running (or an agent that died).
+ *
+ * What the summary holds:
+ *   the job's state, exit status and reason ("job" event), its time span;
+ *   the pre-check's verdict and failed checks ("verdict", "check");
+ *   every node with its last exit, or lost ("exit", "node_lost"), its
+ *   faults and straggler alerts;
+ *   faults, lost nodes, checkpoints, restarts and stops, in order;
+ *   performance from the "perf" summaries: iterations, e2e time min /
+ *   median / max (the median over every node's values when the summaries
+ *   carry "node_e2e", else over the summaries' means), hardware time,
+ *   the hw/e2e ratio, the slowest node by median e2e (or, without
+ *   "node_e2e", the node most often slowest), and the alerts ("alert").
+ *
+ * --json prints the same as one object:
+ *   file, events, malformed_lines, malformed_at (the first line numbers),
+ *   runs, earlier_runs [{state, exit_code, ended}],
+ *   job {state, exit_code, reason, ended} (null while unfinished),
+ *   first_event, last_event, seconds, precheck (verdict), checks_failed [],
+ *   nodes [{node, rank, state ("exited", "lost", "unknown"), exit_code,
+ *           signal, error, faults, straggler_alerts, slow, median_e2e_ms}],
+ *   faults [], lost [], checkpoints [], restarts [], stops []
+ *     (each {time, node?, rank?, severity?, message}),
+ *   performance {summaries, iterations, e2e_ms {min, median, max},
+ *                ratio {min, mean, max}, hw_mean_ms, slowest_node} or null,
+ *   alerts [{time, kind, iter, node, rank, value, message}].
+ * Unknown figures are null.
+ * --plot draws e2e time per node over iterations as SVG: one polyline per
+ * node (or min / mean / max across nodes when the summaries carry no
+ * per-node values), a dashed vertical line per alert, slow nodes (named by
+ * a straggler alert) flagged in the legend.
+ */
+#ifndef VIGIL_REPORT_H
+#define VIGIL_REPORT_H
+
+#include <stdio.h>
+#include <cJSON.h>
+
+struct report;
+
+/*
+ * Read the event log at PATH ("-": standard input).  Returns 0, or a
+ * negative errno when the file cannot be opened or read (malformed lines
+ * are not errors), or -ENOMEM.  On failure *OUT is NULL.
+ */
+int report_load(const char *path, struct report **out);
+
+/* NULL is a no-op. */
+void report_free(struct report *r);
+
+/* Lines that were not events. */
+size_t report_malformed(const struct report *r);
+
+/* The summary for people.  Returns 0 or -EIO when writing failed. */
+int report_print(const struct report *r, FILE *out);
+
+/* The summary as one object (caller frees).  NULL on ENOMEM. */
+cJSON *report_json(const struct report *r);
+
+/* The SVG plot.  Returns 0 or -EIO when writing failed. */
+int report_plot(const struct report *r, FILE *out);
+
+/*
+ * The `vigil report` command; ARGV[0] is "report".  Returns the exit
+ * status: 0 (VIGIL_EXIT_OK); 64 (VIGIL_EXIT_USAGE) for a bad command line;
+ * 84 (VIGIL_EXIT_INTERNAL) when the log cannot be read or the output (the
+ * summary or the plot file) cannot be written, with a message naming the
+ * file on stderr.  Malformed lines do not change the status.
+ */
+int report_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,323 @@
+/*
+ * perf_reduce_prog.c - the cross-node reduction of iteration timings as
+ * the agent runs it (perf_pack, peer_reduce_*, perf_unpack), on synthetic
+ * per-rank timing streams, for perf_reduce.sh under mpirun -np 4.
+ *
+ *   reduce  rank r prints "iteration i" lines for i = 1..20 at its own
+ *           pace; rank 3 is 10% slower (e2e), rank 1 stops after 16.
+ *           Rank 0 prints every iteration complete everywhere, the
+ *           straggler alerts, and the final base.
+ *   big     one reduction of a 2000-iteration window (over 200 KB, where
+ *           MPI switches to segmented algorithms); rank 0 checks every
+ *           value and prints one line.
+ *   stall   the last rank never starts its reduction (it sleeps, bounded
+ *           by argv[2] seconds, default 60); the others test theirs for
+ *           2 s, print what they saw and leave without MPI_Finalize.
+ */
+#include "autoconf.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "peer.h"
+#include "perf.h"
+
+enum { ITERS = 20, WINDOW = 32, BIG = 2000 };
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void
+nap_ms(long ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&t, NULL);
+}
+
+/* Rank R's iteration I: e2e 1000 + 10 i ms, 10% more on rank 3. */
+static double
+stream_e2e(int rank, size_t i)
+{
+	double e = 1000 + 10.0 * (double)i;
+
+	return rank == 3 ? e * 11 / 10 : e;
+}
+
+static double
+stream_hw(int rank, size_t i)
+{
+	return 600 + 10.0 * rank + (double)i;
+}
+
+static void
+add(struct perf_node *n, const char *key, double hw, double e2e)
+{
+	struct progress_line l = { .hw_ms = hw, .e2e_ms = e2e };
+
+	snprintf(l.key, sizeof(l.key), "%s", key);
+	perf_node_add(n, &l);
+}
+
+/* Feed rank R's lines up to iteration UPTO; rank 0 has two local
+ * processes whose means are the stream. */
+static void
+feed(struct perf_node *n, int rank, size_t from, size_t upto)
+{
+	for (size_t i = from; i <= upto; i++) {
+		if (rank == 0) {
+			add(n, "0", stream_hw(0, i) - 1, stream_e2e(0, i) - 2);
+			add(n, "1", stream_hw(0, i) + 1, stream_e2e(0, i) + 2);
+		} else {
+			add(n, "", stream_hw(rank, i), stream_e2e(rank, i));
+		}
+	}
+}
+
+/* Start, then test until complete or TIMEOUT_S: 1, 0 on timeout, <0. */
+static int
+reduce_wait(struct peer_reduce *r, double timeout_s)
+{
+	double deadline = now_s() + timeout_s;
+	int rc;
+
+	while ((rc = peer_reduce_test(r)) == 0) {
+		if (now_s() > deadline)
+			return 0;
+		nap_ms(1);
+	}
+	return rc;
+}
+
+static int
+run_reduce(struct peer *p)
+{
+	static const char *const names[] = { "n0", "n1", "n2", "n3" };
+	int rank = peer_rank(p), size = peer_size(p);
+	size_t total = rank == 1 ? 16 : ITERS, fed = 0, base = 0;
+	/* Lines per cycle: the nodes run at different paces. */
+	size_t pace = (size_t)(rank % 3) + 1;
+	struct perf_policy_opts po = { .window = 3, .straggler_pct = 5 };
+	struct perf_policy *pol = NULL;
+	struct perf_node *n = perf_node_new(WINDOW);
+	double *buf = malloc(perf_buffer_len(WINDOW) * sizeof(*buf));
+	double gather[WINDOW];
+	struct perf_iter out[WINDOW];
+	int rc = 1, idle = 0;
+
+	if (size != 4) {
+		fprintf(stderr, "reduce: needs 4 ranks, not %d\n", size);
+		goto out;
+	}
+	if (rank == 0)
+		pol = perf_policy_new(&po, size);
+	if (!n || !buf || (rank == 0 && !pol))
+		goto out;
+	/* Every rank sees the same results, so all take the same number of
+	 * cycles: until everything was fed and the base stopped moving. */
+	for (int cycle = 1; cycle <= 100 && idle < 2; cycle++) {
+		struct peer_reduce *r;
+		const double *res, *all;
+		size_t nb, nit, upto = fed + pace > total ? total : fed + pace;
+		int err;
+
+		feed(n, rank, fed + 1, upto);
+		fed = upto;
+		perf_pack(n, base, WINDOW, rank, buf);
+		for (size_t k = 1; k <= WINDOW; k++) {
+			double hw;
+
+			if (perf_node_get(n, base + k, &hw, &gather[k - 1]) < 0)
+				gather[k - 1] = NAN;
+		}
+		err = peer_reduce_start(p, perf_combine, buf, perf_buffer_len(WINDOW),
+		                        gather, WINDOW, &r);
+		if (err < 0) {
+			fprintf(stderr, "reduce: start: %s\n", strerror(-err));
+			goto out;
+		}
+		err = reduce_wait(r, 30);
+		if (err <= 0) {
+			fprintf(stderr, "reduce: rank %d: %s\n", rank,
+			        err ? strerror(-err) : "no completion in 30 s");
+			peer_reduce_free(r);
+			goto out;
+		}
+		res = peer_reduce_result(r);
+		all = peer_reduce_gathered(r);
+		perf_unpack(res, base, WINDOW, size, &nb, out, &nit);
+		for (size_t j = 0; rank == 0 && j < nit; j++) {
+			const struct perf_iter *it = &out[j];
+			double node_e2e[4];
+			struct perf_alert al[4];
+			size_t na;
+
+			for (int q = 0; q < size; q++)
+				node_e2e[q] = all[(size_t)q * WINDOW + (it->iter - base - 1)];
+			printf("iter %zu nodes %d hw %.3f %.3f %.3f e2e %.3f/%d %.3f %.3f/%d "
+			       "r %.6f/%d %.6f %.6f/%d node_e2e %.1f %.1f %.1f %.1f\n",
+			       it->iter, it->nodes, it->hw_min, it->hw_mean, it->hw_max,
+			       it->e2e_min, it->e2e_min_rank, it->e2e_mean, it->e2e_max,
+			       it->e2e_max_rank, it->r_min, it->r_min_rank, it->r_mean,
+			       it->r_max, it->r_max_rank, node_e2e[0], node_e2e[1],
+			       node_e2e[2], node_e2e[3]);
+			na = perf_policy_feed(pol, it, node_e2e, names, al, 4);
+			for (size_t a = 0; a < na; a++)
+				printf("alert %s iter %zu rank %d: %s\n", al[a].kind,
+				       al[a].iter, al[a].rank, al[a].message);
+		}
+		peer_reduce_free(r);
+		/* Every rank has fed everything by cycle ITERS (the slowest
+		 * pace is one line a cycle); NB is the same everywhere. */
+		idle = cycle >= ITERS && nb == base ? idle + 1 : 0;
+		base = nb;
+		perf_node_forget(n, base);
+	}
+	if (rank == 0)
+		printf("final base %zu\n", base);
+	printf("rank %d fed %zu dropped %zu\n", rank, fed, perf_node_dropped(n));
+	rc = 0;
+out:
+	fflush(stdout);
+	perf_policy_free(pol);
+	perf_node_free(n);
+	free(buf);
+	return rc;
+}
+
+static int
+run_big(struct peer *p)
+{
+	int rank = peer_rank(p), size = peer_size(p), rc = 1, bad = 0;
+	struct perf_node *n = perf_node_new(BIG);
+	double *buf = malloc(perf_buffer_len(BIG) * sizeof(*buf));
+	struct perf_iter *out = malloc(BIG * sizeof(*out));
+	struct peer_reduce *r = NULL;
+	size_t nb, nit;
+	int err;
+
+	if (!n || !buf || !out)
+		goto out;
+	feed(n, rank, 1, BIG);
+	perf_pack(n, 0, BIG, rank, buf);
+	err = peer_reduce_start(p, perf_combine, buf, perf_buffer_len(BIG), NULL, 0, &r);
+	if (err < 0 || reduce_wait(r, 30) != 1) {
+		fprintf(stderr, "big: rank %d: no result\n", rank);
+		goto out;
+	}
+	perf_unpack(peer_reduce_result(r), 0, BIG, size, &nb, out, &nit);
+	if (nb != BIG || nit != BIG)
+		bad++;
+	for (size_t j = 0; !bad && j < nit; j++) {
+		const struct perf_iter *it = &out[j];
+		size_t i = j + 1;
+		double hw_sum = 0;
+
+		for (int q = 0; q < size; q++)
+			hw_sum += stream_hw(q, i);
+		if (it->iter != i || it->hw_min != stream_hw(0, i) ||
+		    it->hw_max != stream_hw(size - 1, i) ||
+		    it->hw_mean != hw_sum / size ||
+		    it->e2e_min != stream_e2e(0, i) || it->e2e_min_rank != 0 ||
+		    it->e2e_max != stream_e2e(3, i) || it->e2e_max_rank != 3)
+			bad++;
+	}
+	if (rank == 0)
+		printf("big: %zu iterations, base %zu, %s\n", nit, nb,
+		       bad ? "WRONG" : "exact");
+	rc = bad != 0;
+out:
+	fflush(stdout);
+	peer_reduce_free(r);
+	perf_node_free(n);
+	free(buf);
+	free(out);
+	return rc;
+}
+
+static int
+run_stall(struct peer *p, int limit_s)
+{
+	int rank = peer_rank(p), size = peer_size(p), tests = 0, rc;
+	struct perf_node *n;
+	struct peer_reduce *r;
+	double buf[(8 + 1) * PERF_FIELDS], e2e[8] = { 0 }, longest = 0, deadline;
+
+	if (rank == size - 1) {
+		/* A node stopped dead: never starts, never answers. */
+		for (int i = 0; i < limit_s * 10; i++)
+			nap_ms(100);
+		return 0;
+	}
+	n = perf_node_new(8);
+	if (!n)
+		return 1;
+	feed(n, rank, 1, 3);
+	perf_pack(n, 0, 8, rank, buf);
+	perf_node_free(n);
+	rc = peer_reduce_start(p, perf_combine, buf, perf_buffer_len(8), e2e, 8, &r);
+	if (rc < 0) {
+		fprintf(stderr, "stall: start: %s\n", strerror(-rc));
+		return 1;
+	}
+	deadline = now_s() + 2;
+	while (now_s() < deadline) {
+		double t0 = now_s();
+
+		rc = peer_reduce_test(r);
+		if (now_s() - t0 > longest)
+			longest = now_s() - t0;
+		tests++;
+		if (rc != 0)
+			break;
+		nap_ms(1);
+	}
+	if (rc == 0 && !peer_reduce_result(r))
+		printf("rank %d: no completion within 2 s (%d tests, longest %.1f ms)\n",
+		       rank, tests, longest * 1000);
+	else
+		printf("rank %d: reduction ended (%d) with a rank missing\n", rank, rc);
+	fflush(stdout);
+	peer_reduce_free(r);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct peer *p;
+	const char *mode = argc > 1 ? argv[1] : "reduce";
+	bool clean = true;
+	int rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	rc = peer_init(&argc, &argv, &p);
+	if (rc < 0) {
+		fprintf(stderr, "peer_init: %s\n", strerror(-rc));
+		return 1;
+	}
+	if (strcmp(mode, "reduce") == 0) {
+		rc = run_reduce(p);
+	} else if (strcmp(mode, "big") == 0) {
+		rc = run_big(p);
+	} else if (strcmp(mode, "stall") == 0) {
+		rc = run_stall(p, argc > 2 ? atoi(argv[2]) : 60);
+		/* A peer is gone: MPI_Finalize would wait for it. */
+		clean = false;
+	} else {
+		fprintf(stderr, "usage: %s reduce|big|stall [seconds]\n", argv[0]);
+		rc = 2;
+	}
+	peer_finalize(p, clean && rc == 0);
+	return rc;
+}

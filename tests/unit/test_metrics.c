@@ -1,0 +1,351 @@
+/*
+ * test_metrics.c - the Prometheus text file.
+ */
+#include "autoconf.h"
+
+#include "vigil_test.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "metrics.h"
+
+struct fixture {
+	char dir[64];
+	char path[128];
+	struct metrics *m;
+};
+
+static int
+setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	const char *tmp = getenv("TMPDIR");
+
+	if (!f)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "%s/vigil-metrics-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->path, sizeof(f->path), "%s/vigil.prom", f->dir);
+	f->m = metrics_new();
+	if (!f->m)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+/* Remove every file the test left in the directory, then the directory. */
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+	DIR *d = opendir(f->dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char p[512];
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", f->dir, e->d_name);
+		if (unlink(p) < 0)
+			rmdir(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(f->dir);
+	metrics_free(f->m);
+	free(f);
+	return 0;
+}
+
+static char *
+slurp(const char *path)
+{
+	FILE *fp = fopen(path, "r");
+	char *buf;
+	size_t n;
+
+	assert_non_null(fp);
+	buf = calloc(1, 65536);
+	assert_non_null(buf);
+	n = fread(buf, 1, 65535, fp);
+	buf[n] = '\0';
+	fclose(fp);
+	return buf;
+}
+
+/* Names in DIR other than . and .., space-separated, sorted by readdir. */
+static int
+count_entries(const char *dir, char *names, size_t len)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	names[0] = '\0';
+	while ((e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		n++;
+		strncat(names, e->d_name, len - strlen(names) - 1);
+		strncat(names, " ", len - strlen(names) - 1);
+	}
+	closedir(d);
+	return n;
+}
+
+static void
+fill(struct metrics *m)
+{
+	struct metrics_stats hw = { 80.25, 90.5, 101 };
+	struct metrics_stats e2e = { 100, 110.125, 150.5 };
+	struct metrics_stats r = { 0.5, 0.8125, 0.9 };
+
+	assert_int_equal(metrics_set_state(m, "running"), 0);
+	metrics_set_iterations(m, 1234);
+	metrics_set_iteration(m, &hw, &e2e, &r);
+	assert_int_equal(metrics_set_node_e2e(m, "n1", 100), 0);
+	assert_int_equal(metrics_set_node_e2e(m, "n2", 150.5), 0);
+	assert_int_equal(metrics_set_node_e2e(m, "n1", 101.75), 0);  /* updates n1 in place */
+	assert_int_equal(metrics_add_alert(m, "straggler"), 0);
+	assert_int_equal(metrics_add_alert(m, "straggler"), 0);
+	assert_int_equal(metrics_add_alert(m, "ratio"), 0);
+	metrics_set_nodes(m, 3, 1);
+}
+
+static const char expected_full[] =
+"# HELP vigil_job_state State of the job: 1 for the current state, 0 for the others.\n"
+"# TYPE vigil_job_state gauge\n"
+"vigil_job_state{state=\"running\"} 1\n"
+"vigil_job_state{state=\"succeeded\"} 0\n"
+"vigil_job_state{state=\"error\"} 0\n"
+"vigil_job_state{state=\"stopped\"} 0\n"
+"vigil_job_state{state=\"expired\"} 0\n"
+"# HELP vigil_iterations_total Training iterations complete on every node.\n"
+"# TYPE vigil_iterations_total counter\n"
+"vigil_iterations_total 1234\n"
+"# HELP vigil_iteration_e2e_ms End-to-end time of the last iteration across nodes, in milliseconds.\n"
+"# TYPE vigil_iteration_e2e_ms gauge\n"
+"vigil_iteration_e2e_ms{stat=\"min\"} 100\n"
+"vigil_iteration_e2e_ms{stat=\"mean\"} 110.125\n"
+"vigil_iteration_e2e_ms{stat=\"max\"} 150.5\n"
+"# HELP vigil_iteration_hw_ms Hardware time of the last iteration across nodes, in milliseconds.\n"
+"# TYPE vigil_iteration_hw_ms gauge\n"
+"vigil_iteration_hw_ms{stat=\"min\"} 80.25\n"
+"vigil_iteration_hw_ms{stat=\"mean\"} 90.5\n"
+"vigil_iteration_hw_ms{stat=\"max\"} 101\n"
+"# HELP vigil_iteration_hw_e2e_ratio Hardware time over end-to-end time of the last iteration across nodes.\n"
+"# TYPE vigil_iteration_hw_e2e_ratio gauge\n"
+"vigil_iteration_hw_e2e_ratio{stat=\"min\"} 0.5\n"
+"vigil_iteration_hw_e2e_ratio{stat=\"mean\"} 0.8125\n"
+"vigil_iteration_hw_e2e_ratio{stat=\"max\"} 0.9\n"
+"# HELP vigil_node_e2e_ms End-to-end time of the last iteration on each node, in milliseconds.\n"
+"# TYPE vigil_node_e2e_ms gauge\n"
+"vigil_node_e2e_ms{node=\"n1\"} 101.75\n"
+"vigil_node_e2e_ms{node=\"n2\"} 150.5\n"
+"# HELP vigil_alerts_total Performance alerts raised, by kind.\n"
+"# TYPE vigil_alerts_total counter\n"
+"vigil_alerts_total{kind=\"ratio\"} 1\n"
+"vigil_alerts_total{kind=\"straggler\"} 2\n"
+"# HELP vigil_nodes Nodes of the job still reporting (up) and lost.\n"
+"# TYPE vigil_nodes gauge\n"
+"vigil_nodes{state=\"up\"} 3\n"
+"vigil_nodes{state=\"lost\"} 1\n";
+
+static void
+test_known_state(void **state)
+{
+	struct fixture *f = *state;
+	char *text;
+
+	fill(f->m);
+	assert_int_equal(metrics_write(f->m, f->path), 0);
+	text = slurp(f->path);
+	assert_string_equal(text, expected_full);
+	free(text);
+}
+
+/* Before anything is known: states all 0, counters 0, no timing families. */
+static void
+test_fresh(void **state)
+{
+	struct fixture *f = *state;
+	char *text;
+
+	assert_int_equal(metrics_write(f->m, f->path), 0);
+	text = slurp(f->path);
+	assert_non_null(strstr(text, "vigil_job_state{state=\"running\"} 0\n"));
+	assert_non_null(strstr(text, "vigil_iterations_total 0\n"));
+	assert_non_null(strstr(text, "vigil_alerts_total{kind=\"ratio\"} 0\n"));
+	assert_non_null(strstr(text, "vigil_alerts_total{kind=\"straggler\"} 0\n"));
+	assert_non_null(strstr(text, "vigil_nodes{state=\"up\"} 0\n"));
+	assert_null(strstr(text, "vigil_iteration_e2e_ms"));
+	assert_null(strstr(text, "vigil_node_e2e_ms"));
+	assert_null(strstr(text, "} 1\n"));
+	free(text);
+}
+
+static void
+test_state_names(void **state)
+{
+	struct fixture *f = *state;
+	char *text;
+
+	assert_int_equal(metrics_set_state(f->m, "expired"), 0);
+	assert_int_equal(metrics_set_state(f->m, "finished"), -EINVAL);  /* unchanged */
+	assert_int_equal(metrics_write(f->m, f->path), 0);
+	text = slurp(f->path);
+	assert_non_null(strstr(text, "vigil_job_state{state=\"expired\"} 1\n"));
+	assert_non_null(strstr(text, "vigil_job_state{state=\"running\"} 0\n"));
+	free(text);
+}
+
+static void
+test_label_escaping(void **state)
+{
+	struct fixture *f = *state;
+	char *text;
+
+	assert_int_equal(metrics_set_node_e2e(f->m, "a\"b\\c\nd", 1.5), 0);
+	assert_int_equal(metrics_add_alert(f->m, "new kind"), 0);
+	assert_int_equal(metrics_write(f->m, f->path), 0);
+	text = slurp(f->path);
+	assert_non_null(strstr(text, "vigil_node_e2e_ms{node=\"a\\\"b\\\\c\\nd\"} 1.5\n"));
+	assert_non_null(strstr(text, "vigil_alerts_total{kind=\"new kind\"} 1\n"));
+	free(text);
+}
+
+/* Values the text format spells out, and doubles that need every digit. */
+static void
+test_values(void **state)
+{
+	struct fixture *f = *state;
+	char *text;
+
+	assert_int_equal(metrics_set_node_e2e(f->m, "inf", INFINITY), 0);
+	assert_int_equal(metrics_set_node_e2e(f->m, "nan", NAN), 0);
+	assert_int_equal(metrics_set_node_e2e(f->m, "tenth", 0.1), 0);
+	assert_int_equal(metrics_set_node_e2e(f->m, "third", 1.0 / 3), 0);
+	assert_int_equal(metrics_write(f->m, f->path), 0);
+	text = slurp(f->path);
+	assert_non_null(strstr(text, "{node=\"inf\"} +Inf\n"));
+	assert_non_null(strstr(text, "{node=\"nan\"} NaN\n"));
+	assert_non_null(strstr(text, "{node=\"tenth\"} 0.1\n"));
+	assert_non_null(strstr(text, "{node=\"third\"} 0.33333333333333331\n"));
+	free(text);
+}
+
+/*
+ * The file is replaced, never rewritten in place: a reader holding the old
+ * file still reads it whole, the name points to a new inode, and no
+ * temporary file is left next to it.
+ */
+static void
+test_atomic_replace(void **state)
+{
+	struct fixture *f = *state;
+	struct stat st1, st2;
+	char names[512], old[65536];
+	ssize_t n;
+	int fd;
+
+	assert_int_equal(metrics_write(f->m, f->path), 0);
+	assert_int_equal(stat(f->path, &st1), 0);
+	assert_int_equal(st1.st_mode & 07777, 0644);
+	fd = open(f->path, O_RDONLY);
+	assert_true(fd >= 0);
+
+	fill(f->m);
+	assert_int_equal(metrics_write(f->m, f->path), 0);
+	assert_int_equal(stat(f->path, &st2), 0);
+	assert_true(st1.st_ino != st2.st_ino);
+	assert_int_equal(st2.st_mode & 07777, 0644);
+
+	/* the reader's file is the first version, complete */
+	n = read(fd, old, sizeof(old) - 1);
+	assert_true(n > 0);
+	old[n] = '\0';
+	close(fd);
+	assert_non_null(strstr(old, "vigil_iterations_total 0\n"));
+	assert_non_null(strstr(old, "vigil_nodes{state=\"lost\"} 0\n"));
+	assert_null(strstr(old, "vigil_node_e2e_ms"));
+
+	assert_int_equal(count_entries(f->dir, names, sizeof(names)), 1);
+	assert_string_equal(names, "vigil.prom ");
+}
+
+static void
+test_relative_path(void **state)
+{
+	struct fixture *f = *state;
+	char cwd[4096], names[512];
+
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(f->dir), 0);
+	assert_int_equal(metrics_write(f->m, "rel.prom"), 0);
+	assert_int_equal(chdir(cwd), 0);
+	assert_int_equal(count_entries(f->dir, names, sizeof(names)), 1);
+	assert_string_equal(names, "rel.prom ");
+}
+
+static void
+test_errors(void **state)
+{
+	struct fixture *f = *state;
+	char path[256], names[512];
+	FILE *fp;
+
+	/* missing directory */
+	snprintf(path, sizeof(path), "%s/absent/vigil.prom", f->dir);
+	assert_int_equal(metrics_write(f->m, path), -ENOENT);
+
+	/* a "directory" that is a file */
+	snprintf(path, sizeof(path), "%s/file", f->dir);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	snprintf(path, sizeof(path), "%s/file/vigil.prom", f->dir);
+	assert_int_equal(metrics_write(f->m, path), -ENOTDIR);
+
+	/* the name is taken by a directory: rename fails, the temporary
+	 * file is removed */
+	snprintf(path, sizeof(path), "%s/taken", f->dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(metrics_write(f->m, path), -EISDIR);
+	assert_int_equal(count_entries(f->dir, names, sizeof(names)), 2);
+
+	/* a directory we may not write to (root may write anywhere) */
+	if (geteuid() != 0) {
+		snprintf(path, sizeof(path), "%s/ro", f->dir);
+		assert_int_equal(mkdir(path, 0555), 0);
+		snprintf(path, sizeof(path), "%s/ro/vigil.prom", f->dir);
+		assert_int_equal(metrics_write(f->m, path), -EACCES);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_known_state, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fresh, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_state_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_label_escaping, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_values, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_atomic_replace, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_relative_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
