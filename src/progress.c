@@ -7,11 +7,11 @@
  * blanks may follow " ms" -- so the check starts there: a line that does
  * not end in " ms" is refused after looking at its last few bytes, with
  * no search through it at all (its length does not matter).  For the
- * rest, the two numbers are found by walking back from " ms", and the
- * fixed texts are compared where they must then be.  Cut lines, a text
- * quoted in the middle of another line, or an earlier broken copy of the
- * text cannot match: what precedes the numbers has to be exactly the
- * fixed text.
+ * rest, the fixed text is expected right after the launcher's tags, and
+ * otherwise found by walking back from " ms" over the two numbers.  A cut
+ * line, a text quoted in the middle of another line, or an earlier broken
+ * copy of the text cannot match: the numbers must be preceded by exactly
+ * the fixed text and end the line.
  *
  * Numbers are read by a strict parser of our own rather than strtod(),
  * which follows LC_NUMERIC (a decimal comma in some locales) and accepts
@@ -27,12 +27,12 @@
  *     ("[1,3]<stdout>:[default0]:" gives "1,3/default0"), so that each
  *     local process keeps a key of its own;
  *   - anything else (a logger's "2026-11-20 12:00:01 INFO ", a user's
- *     own decoration), before or after the tags: ignored.  Such a line
- *     still counts, with the key of the tags before it ("" when none);
- *     a timestamp or a level must not turn every line into a process of
- *     its own.  Tags are recognised only at the start of the line, and
- *     only in the shapes above, for the same reason: "[12:00:01] " or
- *     "[INFO] " is decoration, not a process.
+ *     own decoration), instead of tags or after them: ignored.  Such a
+ *     line still counts, with the key of the tags before it ("" when
+ *     none); a timestamp or a level must not turn every line into a
+ *     process of its own.  Tags are recognised only at the start of the
+ *     line, and only in the shapes above, for the same reason:
+ *     "[12:00:01] " or "[INFO] " is decoration, not a process.
  * A key too long for struct progress_line keeps its first bytes and ends
  * with '~' and a hash of the whole key: the same prefix always gives the
  * same key, and long host names that differ only in their tail (the rank)
@@ -112,9 +112,9 @@ static const unsigned char byte_class[256] = {
 };
 
 static bool
-is_class(char c, unsigned char class)
+is_class(char c, unsigned char mask)
 {
-	return byte_class[(unsigned char)c] & class;
+	return byte_class[(unsigned char)c] & mask;
 }
 
 /* Bytes of P[0..END) that are decimal digits. */
@@ -168,8 +168,9 @@ eight_value(uint64_t v)
 /*
  * The run of digits at P: appends up to *ROOM of them to *MANT (taking
  * them off *ROOM), skips the others, and returns the end of the run.
+ * Inline, so that *MANT and *ROOM stay in registers.
  */
-static const char *
+static inline const char *
 take_digits(const char *p, const char *end, uint64_t *mant, size_t *room)
 {
 	uint64_t m = *mant, v;
@@ -399,9 +400,8 @@ walk_tags(const char *line, const char *end, char *key, size_t room, uint32_t *h
 				hash_add(hash, "/", 1);
 			len++;
 		}
-		if (key)
-			for (size_t i = 0; i < name_len && len + i < room; i++)
-				key[len + i] = name[i];
+		if (key && len < room)
+			memcpy(key + len, name, name_len < room - len ? name_len : room - len);
 		if (hash)
 			hash_add(hash, name, name_len);
 		len += name_len;
@@ -512,17 +512,18 @@ parse_before_ms(const char *line, const char *ms, struct progress_line *out)
 bool
 progress_parse(const char *line, size_t len, struct progress_line *out)
 {
+	/* The shortest timing line: the texts around two one-digit numbers */
+	const size_t shortest = HEAD_LEN + 1 + MIDDLE_LEN + 1 + TAIL_LEN;
 	const char *end = line + len;
 
-	/* The shortest timing line: the texts around two one-digit numbers */
-	if (len < HEAD_LEN + 1 + MIDDLE_LEN + 1 + TAIL_LEN)
+	if (len < shortest)
 		return false;
 	/* " ms", then an optional '.', then blanks or '\r' (CRLF output) */
 	while (end > line && (end[-1] == ' ' || end[-1] == '\r' || end[-1] == '\t'))
 		end--;
-	/* Without a branch: a line's last byte is no guess for a predictor. */
+	/* Without a branch: whether a line ends in '.' is no guess for a predictor. */
 	end -= end > line && end[-1] == '.';
-	if (end - line < (ptrdiff_t)(HEAD_LEN + 1 + MIDDLE_LEN + 1 + TAIL_LEN) ||
+	if ((size_t)(end - line) < shortest ||
 	    ((end[-3] ^ ' ') | (end[-2] ^ 'm') | (end[-1] ^ 's')) != 0)
 		return false;
 	return parse_before_ms(line, end - TAIL_LEN, out);
