@@ -619,32 +619,53 @@ check_memory(struct run *run, struct check_result *r)
 	return 0;
 }
 
-/* --- storage ----------------------------------------------------------- */
+/* --- storage (the probe serves the inspection too) --------------------- */
 
 struct probe_arg {
 	const char *path;
 	bool writable;
 };
 
-struct probe_reply {
-	int err;             /* errno opening or examining the path; 0 */
-	int not_dir;
-	int write_err;       /* errno creating a file there; 0 done; -1 not tried */
-	unsigned long long bavail, frsize, favail, files;
-	unsigned long flag;
-};
+/*
+ * Append V in decimal to BUF (LEN bytes, NUL-terminated, *POS used): what
+ * snprintf("%lu") would write, without snprintf(), which is not on the
+ * async-signal-safe list.
+ */
+static void
+put_decimal(char *buf, size_t len, size_t *pos, unsigned long v)
+{
+	char digits[24];
+	size_t n = 0;
+
+	do {
+		digits[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	while (n > 0 && *pos + 1 < len)
+		buf[(*pos)++] = digits[--n];
+	buf[*pos] = '\0';
+}
+
+static void
+put_text(char *buf, size_t len, size_t *pos, const char *s)
+{
+	while (*s && *pos + 1 < len)
+		buf[(*pos)++] = *s++;
+	buf[*pos] = '\0';
+}
 
 /*
  * In the child: open the path once and do everything through that
  * descriptor.  On a dead NFS server it is the open (or the statvfs) that
  * hangs, and opening a FIFO for reading blocks the same way: the parent's
- * deadline covers both.
+ * deadline covers both.  Only async-signal-safe calls: the agent may have
+ * MPI threads (the inspection runs this from the agent's loop).
  */
 static int
 probe_child(void *arg, int out)
 {
 	const struct probe_arg *a = arg;
-	struct probe_reply rep;
+	struct check_dir_probe rep;
 	struct statvfs sv;
 	struct stat st;
 	int fd;
@@ -663,7 +684,7 @@ probe_child(void *arg, int out)
 		goto out;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		rep.not_dir = 1;
+		rep.not_dir = true;
 		goto out;
 	}
 	if (fstatvfs(fd, &sv) < 0) {
@@ -678,10 +699,14 @@ probe_child(void *arg, int out)
 	if (a->writable) {
 		struct timespec ts;
 		char name[64];
+		size_t pos = 0;
 		int wfd;
 
 		(void)clock_gettime(CLOCK_REALTIME, &ts);  /* only makes the name unique */
-		snprintf(name, sizeof(name), ".vigil-check-%ld-%ld", (long)getpid(), (long)ts.tv_nsec);
+		put_text(name, sizeof(name), &pos, ".vigil-check-");
+		put_decimal(name, sizeof(name), &pos, (unsigned long)getpid());
+		put_text(name, sizeof(name), &pos, "-");
+		put_decimal(name, sizeof(name), &pos, (unsigned long)ts.tv_nsec);
 		wfd = openat(fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600);
 		if (wfd < 0) {
 			rep.write_err = errno;
@@ -699,33 +724,48 @@ out:
 	return write_all(out, &rep, sizeof(rep)) < 0 ? 1 : 0;
 }
 
+int
+check_probe_dir(const char *path, bool writable, double timeout_s, struct check_dir_probe *out)
+{
+	struct probe_arg arg = { path, writable };
+	ssize_t n;
+
+	memset(out, 0, sizeof(*out));
+	n = timed_run(probe_child, &arg, timeout_s, (char *)out, sizeof(*out), NULL);
+	if (n < 0)
+		return (int)n;
+	/* A child that died or could not write: timed_run() itself never
+	 * fails with EPROTO (it comes from no pipe, fork, poll or wait). */
+	if (n != (ssize_t)sizeof(*out))
+		return -EPROTO;
+	out->free_mb = (long long)((double)out->bavail * (double)out->frsize / MIB);
+	return 0;
+}
+
 static void
 judge_path(struct judge *j, cJSON *arr, const struct config_path *p, double timeout)
 {
 	struct run *run = j->run;
-	struct probe_arg arg = { p->path, p->writable };
-	struct probe_reply rep;
-	long long free_mb;
-	ssize_t n;
+	struct check_dir_probe rep;
 	cJSON *o;
+	int rc;
 
 	o = jobj(run, arr, NULL);
 	jstr(run, o, "path", p->path);
-	memset(&rep, 0, sizeof(rep));
-	n = timed_run(probe_child, &arg, timeout, (char *)&rep, sizeof(rep), NULL);
-	jbool(run, o, "timed_out", n == -ETIMEDOUT);
-	if (n == -ETIMEDOUT) {
+	rc = check_probe_dir(p->path, p->writable, timeout, &rep);
+	jbool(run, o, "timed_out", rc == -ETIMEDOUT);
+	if (rc == -ETIMEDOUT) {
 		problem(j, VERDICT_FAIL, "%s timed out after %g s", p->path, timeout);
 		return;
 	}
-	if (n < 0) {
-		jstr(run, o, "error", strerror((int)-n));
-		problem(j, VERDICT_FAIL, "%s: cannot run the probe: %s", p->path, strerror((int)-n));
-		return;
-	}
-	if (n != (ssize_t)sizeof(rep)) {
+	if (rc == -EPROTO) {
 		jstr(run, o, "error", "probe failed");
 		problem(j, VERDICT_FAIL, "%s: the probe failed", p->path);
+		return;
+	}
+	if (rc < 0) {
+		jstr(run, o, "error", strerror(-rc));
+		problem(j, VERDICT_FAIL, "%s: cannot run the probe: %s", p->path, strerror(-rc));
 		return;
 	}
 	if (rep.err) {
@@ -741,8 +781,7 @@ judge_path(struct judge *j, cJSON *arr, const struct config_path *p, double time
 		problem(j, VERDICT_FAIL, "%s is not a directory", p->path);
 		return;
 	}
-	free_mb = (long long)((double)rep.bavail * (double)rep.frsize / MIB);
-	jnum(run, o, "free_mb", (double)free_mb);
+	jnum(run, o, "free_mb", (double)rep.free_mb);
 	jnum(run, o, "min_free_mb", (double)p->min_free_mb);
 	/* Filesystems that allocate inodes on demand (btrfs) report none. */
 	jcount(run, o, "free_inodes", rep.files ? (long long)rep.favail : -1);
@@ -752,8 +791,8 @@ judge_path(struct judge *j, cJSON *arr, const struct config_path *p, double time
 		jbool(run, o, "writable", rep.write_err == 0);
 	else
 		jadd(run, o, "writable", cJSON_CreateNull());
-	if (p->min_free_mb > 0 && free_mb < p->min_free_mb)
-		problem(j, VERDICT_FAIL, "%s has %lld MB free, below %lld MB", p->path, free_mb,
+	if (p->min_free_mb > 0 && rep.free_mb < p->min_free_mb)
+		problem(j, VERDICT_FAIL, "%s has %lld MB free, below %lld MB", p->path, rep.free_mb,
 		        p->min_free_mb);
 	if (p->min_free_inodes > 0 && rep.files && rep.favail < (unsigned long long)p->min_free_inodes)
 		problem(j, VERDICT_FAIL, "%s has %llu free inodes, below %lld", p->path, rep.favail,

@@ -103,4 +103,34 @@ struct hwmon_nic;
 bool check_pcie_degraded(const struct hwmon_pci *pci, char *buf, size_t len);
 bool check_nic_oper_up(const struct hwmon_nic *nic);
 
+/* What check_probe_dir() found. */
+struct check_dir_probe {
+	int err;              /* errno of open, fstat or fstatvfs on the path; 0 */
+	bool not_dir;         /* the path is there but not a directory */
+	int write_err;        /* errno creating a file there; 0 done; -1 not tried */
+	unsigned long long bavail, frsize;  /* statvfs f_bavail; f_frsize (else f_bsize) */
+	unsigned long long favail, files;   /* statvfs f_favail, f_files (0: not counted) */
+	unsigned long flag;   /* statvfs f_flag: ST_RDONLY */
+	long long free_mb;    /* bavail * frsize in MB, rounded down */
+};
+
+/*
+ * Examine directory PATH in a child process under TIMEOUT_S seconds, for
+ * the storage check and the inspection's checkpoint directory alike: open
+ * it (O_PATH when searchable but not readable), fstat() and fstatvfs() it,
+ * and with WRITABLE create and remove a file in it.  A dead NFS server
+ * hangs the open or the statvfs; the deadline covers both.
+ *
+ * Returns 0 with the facts in *OUT (a missing or unusable path is a fact:
+ * out->err, out->not_dir; the statvfs fields count only when both are
+ * clear); -ETIMEDOUT when the child did not answer in time (it is killed,
+ * and reaped by the agent's SIGCHLD handling if stuck in the kernel);
+ * -EPROTO when it ended without a whole answer; another negative errno
+ * when it could not be started (fork, pipe; -EINVAL for a TIMEOUT_S that
+ * is not positive).  *OUT counts only on 0.  Nothing here logs.  Forks,
+ * and blocks up to TIMEOUT_S: a loop callback passes a short one.
+ */
+int check_probe_dir(const char *path, bool writable, double timeout_s,
+                    struct check_dir_probe *out);
+
 #endif

@@ -3,30 +3,24 @@
  *
  * The checks of the pre-check that still make sense on a busy node, read
  * through hwmon and judged with the same rules (check_pcie_degraded(),
- * check_nic_oper_up()).  Error counters (AER, InfiniBand link_downed and
- * symbol_error) count since boot, and a node often starts a job with a
- * few on the books; what signals a fault is a rise during the training,
+ * check_nic_oper_up()); the checkpoint directory gets the storage check's
+ * probe (check_probe_dir()).  Error counters (AER, InfiniBand link_downed
+ * and symbol_error) count since boot, and a node often starts a job with
+ * a few on the books; what signals a fault is a rise during the training,
  * so they are compared with the baseline taken in inspect_new().
  */
 #include "autoconf.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <unistd.h>
 
 #include "check.h"
 #include "hwmon.h"
 #include "inspect.h"
-#include "timed.h"
-
-#define MIB (1024.0 * 1024.0)
 
 /*
  * The checkpoint directory's probe gives up after this, or after
@@ -331,96 +325,26 @@ inspect_memory(struct inspect *in, struct findings *fs)
 
 /* --- checkpoint directory ----------------------------------------------- */
 
-struct probe_reply {
-	int err;             /* errno opening or examining the path; 0 */
-	int not_dir;
-	unsigned long long bavail, frsize;
-};
-
-static int
-write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/*
- * In the child, as the pre-check's storage probe does: on a dead NFS
- * server it is the open (or the statvfs) that hangs, and opening a FIFO
- * for reading blocks the same way, so the parent's deadline covers both.
- * Only async-signal-safe calls: the agent may have MPI threads.
- */
-static int
-probe_child(void *arg, int out)
-{
-	const char *path = arg;
-	struct probe_reply rep;
-	struct statvfs sv;
-	struct stat st;
-	int fd;
-
-	memset(&rep, 0, sizeof(rep));
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0 && errno == EACCES)
-		fd = open(path, O_PATH | O_CLOEXEC);  /* searchable, not listable */
-	if (fd < 0) {
-		rep.err = errno;
-		goto out;
-	}
-	if (fstat(fd, &st) < 0) {
-		rep.err = errno;
-		goto out;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		rep.not_dir = 1;
-		goto out;
-	}
-	if (fstatvfs(fd, &sv) < 0) {
-		rep.err = errno;
-		goto out;
-	}
-	rep.bavail = sv.f_bavail;
-	rep.frsize = sv.f_frsize ? sv.f_frsize : sv.f_bsize;
-out:
-	if (fd >= 0)
-		(void)close(fd);
-	return write_all(out, &rep, sizeof(rep)) < 0 ? 1 : 0;
-}
-
 static void
 inspect_ckpt(struct inspect *in, struct findings *fs)
 {
 	const char *dir = in->ckpt_dir;
-	struct probe_reply rep;
-	long long free_mb;
-	ssize_t n;
+	struct check_dir_probe rep;
+	int rc;
 
-	memset(&rep, 0, sizeof(rep));
-	n = timed_run(probe_child, in->ckpt_dir, in->ckpt_timeout_s, (char *)&rep, sizeof(rep),
-	              NULL);
-	if (n == -ETIMEDOUT) {
+	rc = check_probe_dir(dir, false, in->ckpt_timeout_s, &rep);
+	if (rc == -ETIMEDOUT) {
 		add(fs, "storage", dir, VERDICT_FAIL, "not answering after %g s", in->ckpt_timeout_s);
+		return;
+	}
+	if (rc == -EPROTO) {
+		add(fs, "storage", dir, VERDICT_WARN, "the probe failed");
 		return;
 	}
 	/* The agent could not look (no fork under memory pressure): that
 	 * says nothing about the directory. */
-	if (n < 0) {
-		add(fs, "storage", dir, VERDICT_WARN, "cannot run the probe: %s", strerror((int)-n));
-		return;
-	}
-	if (n != (ssize_t)sizeof(rep)) {
-		add(fs, "storage", dir, VERDICT_WARN, "the probe failed");
+	if (rc < 0) {
+		add(fs, "storage", dir, VERDICT_WARN, "cannot run the probe: %s", strerror(-rc));
 		return;
 	}
 	if (rep.err == ENOENT) {
@@ -435,9 +359,8 @@ inspect_ckpt(struct inspect *in, struct findings *fs)
 		add(fs, "storage", dir, VERDICT_FAIL, "not a directory");
 		return;
 	}
-	free_mb = (long long)((double)rep.bavail * (double)rep.frsize / MIB);
-	if (in->ckpt_min_free_mb > 0 && free_mb < in->ckpt_min_free_mb)
-		add(fs, "storage", dir, VERDICT_FAIL, "%lld MB free, need %lld MB", free_mb,
+	if (in->ckpt_min_free_mb > 0 && rep.free_mb < in->ckpt_min_free_mb)
+		add(fs, "storage", dir, VERDICT_FAIL, "%lld MB free, need %lld MB", rep.free_mb,
 		    in->ckpt_min_free_mb);
 }
 

@@ -5,12 +5,14 @@
 #include "autoconf.h"
 
 #include "vigil_test.h"
+#include "fstree.h"
+#include "proc.h"
+#include "scratch.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -54,88 +56,11 @@ struct fix {
 /* --- tree building ------------------------------------------------------ */
 
 static void
-mkparents(const char *path)
-{
-	char buf[PATH_MAX];
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			fail_msg("mkdir %s: %s", buf, strerror(errno));
-		*p = '/';
-	}
-}
-
-static void
-put(const char *root, const char *rel, const char *content)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	mkparents(path);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(content, f);
-	assert_int_equal(fclose(f), 0);
-}
-
-static void
-mkdirs(const char *root, const char *rel)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s/", root, rel);
-	mkparents(path);
-}
-
-static void
-link_at(const char *root, const char *rel, const char *target)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	mkparents(path);
-	assert_int_equal(symlink(target, path), 0);
-}
-
-static int
-rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
-/* Remove ROOT/REL, a file, a link or a whole directory. */
-static void
-rm(const char *root, const char *rel)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	assert_int_equal(nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
-}
-
-static void
 make_pci(const char *root, const char *dev, const char *bus, const char *driver)
 {
 	char rel[256], target[256];
 
-	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s", bus);
-	snprintf(target, sizeof(target), "../../../%s", dev + strlen("sys/"));
-	link_at(root, rel, target);
-	snprintf(rel, sizeof(rel), "%s/current_link_speed", dev);
-	put(root, rel, "16.0 GT/s PCIe\n");
-	snprintf(rel, sizeof(rel), "%s/max_link_speed", dev);
-	put(root, rel, "16.0 GT/s PCIe\n");
-	snprintf(rel, sizeof(rel), "%s/current_link_width", dev);
-	put(root, rel, "16\n");
-	snprintf(rel, sizeof(rel), "%s/max_link_width", dev);
-	put(root, rel, "16\n");
+	put_pci_link(root, dev, bus);
 	snprintf(rel, sizeof(rel), "%s/aer_dev_correctable", dev);
 	put(root, rel, "RxErr 0\nBadTLP 0\nBadDLLP 0\nRollover 0\nTimeout 0\nNonFatalErr 0\n"
 	               "CorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR 0\n");
@@ -212,13 +137,11 @@ static int
 setup(void **state)
 {
 	struct fix *f = calloc(1, sizeof(*f));
-	const char *tmp = getenv("TMPDIR");
 	struct config *cfg;
 
 	if (!f)
 		return -1;
-	snprintf(f->root, sizeof(f->root), "%s/vigil-check-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(f->root)) {
+	if (make_scratch_dir(f->root, sizeof(f->root), "check") < 0) {
 		free(f);
 		return -1;
 	}
@@ -268,7 +191,7 @@ teardown(void **state)
 
 	check_report_free(&f->rep);
 	config_free(&f->cfg);
-	(void)nftw(f->root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	rm_rf(f->root);
 	free(f);
 	return 0;
 }
@@ -323,15 +246,6 @@ detail(const struct check_result *r, const char *k1, const char *k2, const char 
 	}
 	assert_non_null(j);
 	return j;
-}
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /*

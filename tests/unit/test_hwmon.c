@@ -4,10 +4,11 @@
 #include "autoconf.h"
 
 #include "vigil_test.h"
+#include "fstree.h"
+#include "scratch.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -28,81 +29,14 @@ struct fix {
 	struct hwmon *h;
 };
 
-/* --- tree building ------------------------------------------------------ */
-
-static void
-mkparents(const char *path)
-{
-	char buf[PATH_MAX];
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			fail_msg("mkdir %s: %s", buf, strerror(errno));
-		*p = '/';
-	}
-}
-
-static void
-put(const char *root, const char *rel, const char *content)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	mkparents(path);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(content, f);
-	assert_int_equal(fclose(f), 0);
-}
-
-static void
-mkdirs(const char *root, const char *rel)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s/", root, rel);
-	mkparents(path);
-}
-
-static void
-link_at(const char *root, const char *rel, const char *target)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	mkparents(path);
-	assert_int_equal(symlink(target, path), 0);
-}
-
-static int
-rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
-static void
-rm_rf(const char *path)
-{
-	(void)nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static int
 setup(void **state)
 {
 	struct fix *f = calloc(1, sizeof(*f));
-	const char *tmp = getenv("TMPDIR");
 
 	if (!f)
 		return -1;
-	snprintf(f->root, sizeof(f->root), "%s/vigil-hwmon-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(f->root)) {
+	if (make_scratch_dir(f->root, sizeof(f->root), "hwmon") < 0) {
 		free(f);
 		return -1;
 	}

@@ -4,6 +4,7 @@
 #include "autoconf.h"
 
 #include "vigil_test.h"
+#include "scratch.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +18,9 @@
 
 #include "metrics.h"
 
+/* Room for the metrics file as read back (slurp()). */
+#define TEXT_SIZE 65536
+
 struct fixture {
 	char dir[64];
 	char path[128];
@@ -27,12 +31,10 @@ static int
 setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	const char *tmp = getenv("TMPDIR");
 
 	if (!f)
 		return -1;
-	snprintf(f->dir, sizeof(f->dir), "%s/vigil-metrics-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(f->dir))
+	if (make_scratch_dir(f->dir, sizeof(f->dir), "metrics") < 0)
 		return -1;
 	snprintf(f->path, sizeof(f->path), "%s/vigil.prom", f->dir);
 	f->m = metrics_new();
@@ -65,22 +67,6 @@ teardown(void **state)
 	metrics_free(f->m);
 	free(f);
 	return 0;
-}
-
-static char *
-slurp(const char *path)
-{
-	FILE *fp = fopen(path, "r");
-	char *buf;
-	size_t n;
-
-	assert_non_null(fp);
-	buf = calloc(1, 65536);
-	assert_non_null(buf);
-	n = fread(buf, 1, 65535, fp);
-	buf[n] = '\0';
-	fclose(fp);
-	return buf;
 }
 
 /* Names in DIR other than . and .., space-separated, sorted by readdir. */
@@ -170,7 +156,7 @@ test_known_state(void **state)
 
 	fill(f->m);
 	assert_int_equal(metrics_write(f->m, f->path), 0);
-	text = slurp(f->path);
+	text = slurp(f->path, TEXT_SIZE, NULL);
 	assert_string_equal(text, expected_full);
 	free(text);
 }
@@ -183,7 +169,7 @@ test_fresh(void **state)
 	char *text;
 
 	assert_int_equal(metrics_write(f->m, f->path), 0);
-	text = slurp(f->path);
+	text = slurp(f->path, TEXT_SIZE, NULL);
 	assert_non_null(strstr(text, "vigil_job_state{state=\"running\"} 0\n"));
 	assert_non_null(strstr(text, "vigil_iterations_total 0\n"));
 	assert_non_null(strstr(text, "vigil_alerts_total{kind=\"ratio\"} 0\n"));
@@ -204,7 +190,7 @@ test_state_names(void **state)
 	assert_int_equal(metrics_set_state(f->m, "expired"), 0);
 	assert_int_equal(metrics_set_state(f->m, "finished"), -EINVAL);  /* unchanged */
 	assert_int_equal(metrics_write(f->m, f->path), 0);
-	text = slurp(f->path);
+	text = slurp(f->path, TEXT_SIZE, NULL);
 	assert_non_null(strstr(text, "vigil_job_state{state=\"expired\"} 1\n"));
 	assert_non_null(strstr(text, "vigil_job_state{state=\"running\"} 0\n"));
 	free(text);
@@ -219,7 +205,7 @@ test_label_escaping(void **state)
 	assert_int_equal(metrics_set_node_e2e(f->m, "a\"b\\c\nd", 1.5), 0);
 	assert_int_equal(metrics_add_alert(f->m, "new kind"), 0);
 	assert_int_equal(metrics_write(f->m, f->path), 0);
-	text = slurp(f->path);
+	text = slurp(f->path, TEXT_SIZE, NULL);
 	assert_non_null(strstr(text, "vigil_node_e2e_ms{node=\"a\\\"b\\\\c\\nd\"} 1.5\n"));
 	assert_non_null(strstr(text, "vigil_alerts_total{kind=\"new kind\"} 1\n"));
 	free(text);
@@ -237,7 +223,7 @@ test_values(void **state)
 	assert_int_equal(metrics_set_node_e2e(f->m, "tenth", 0.1), 0);
 	assert_int_equal(metrics_set_node_e2e(f->m, "third", 1.0 / 3), 0);
 	assert_int_equal(metrics_write(f->m, f->path), 0);
-	text = slurp(f->path);
+	text = slurp(f->path, TEXT_SIZE, NULL);
 	assert_non_null(strstr(text, "{node=\"inf\"} +Inf\n"));
 	assert_non_null(strstr(text, "{node=\"nan\"} NaN\n"));
 	assert_non_null(strstr(text, "{node=\"tenth\"} 0.1\n"));

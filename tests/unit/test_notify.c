@@ -4,6 +4,7 @@
 #include "autoconf.h"
 
 #include "vigil_test.h"
+#include "scratch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +23,9 @@ static const char alert[] =
 	"{\"kind\":\"straggler\",\"iter\":120,\"node\":\"n3\",\"rank\":2,\"value\":48.5,"
 	"\"message\":\"n3 (rank 2): e2e 48.5% above the median for 5 iterations\"}";
 
+/* Room for what a command wrote to the output file (slurp()). */
+#define OUT_SIZE (3 * NOTIFY_JSON_MAX)
+
 struct fixture {
 	char dir[64];
 	char out[128];
@@ -31,12 +35,10 @@ static int
 setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	const char *tmp = getenv("TMPDIR");
 
 	if (!f)
 		return -1;
-	snprintf(f->dir, sizeof(f->dir), "%s/vigil-notify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(f->dir))
+	if (make_scratch_dir(f->dir, sizeof(f->dir), "notify") < 0)
 		return -1;
 	snprintf(f->out, sizeof(f->out), "%s/out", f->dir);
 	*state = f;
@@ -76,23 +78,6 @@ run_wait(const char *cmd, const char *json)
 	return st;
 }
 
-/* The file's contents (NUL-terminated), its length in *LEN. */
-static char *
-slurp(const char *path, size_t *len)
-{
-	FILE *fp = fopen(path, "r");
-	char *buf = calloc(1, 3 * NOTIFY_JSON_MAX);
-	size_t n;
-
-	assert_non_null(fp);
-	assert_non_null(buf);
-	n = fread(buf, 1, 3 * NOTIFY_JSON_MAX - 1, fp);
-	fclose(fp);
-	if (len)
-		*len = n;
-	return buf;
-}
-
 static void
 test_json_on_stdin(void **state)
 {
@@ -105,7 +90,7 @@ test_json_on_stdin(void **state)
 	st = run_wait(cmd, alert);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
-	got = slurp(f->out, NULL);
+	got = slurp(f->out, OUT_SIZE, NULL);
 	assert_string_equal(got, alert);
 	free(got);
 }
@@ -127,7 +112,7 @@ test_size_cap(void **state)
 	snprintf(cmd, sizeof(cmd), "cat > '%s'", f->out);
 	st = run_wait(cmd, big);
 	assert_int_equal(WEXITSTATUS(st), 0);
-	got = slurp(f->out, &len);
+	got = slurp(f->out, OUT_SIZE, &len);
 	assert_int_equal(len, NOTIFY_JSON_MAX);
 	assert_memory_equal(got, big, NOTIFY_JSON_MAX);
 	free(got);
@@ -217,7 +202,7 @@ test_signals_restored(void **state)
 	(void)run_wait(cmd, alert);
 	assert_int_equal(sigaction(SIGINT, &old_int, NULL), 0);
 	assert_int_equal(sigprocmask(SIG_SETMASK, &old, NULL), 0);
-	got = slurp(f->out, NULL);
+	got = slurp(f->out, OUT_SIZE, NULL);
 	assert_string_equal(got, "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
 	free(got);
 }
@@ -256,7 +241,7 @@ test_descriptors(void **state)
 	         spare, f->out);
 	(void)run_wait(cmd, alert);
 	close(spare);
-	got = slurp(f->out, NULL);
+	got = slurp(f->out, OUT_SIZE, NULL);
 	snprintf(want, sizeof(want), "pipe|/dev/null|%s|", mine);
 	assert_memory_equal(got, want, strlen(want));
 	/* kernels before 5.11 lack close_range(CLOSE_RANGE_CLOEXEC) */

@@ -5,6 +5,7 @@
 #include "autoconf.h"
 
 #include "vigil_test.h"
+#include "scratch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,9 @@
 #include "vigil.h"
 #include "report.h"
 
+/* Room for what `vigil report` wrote to stderr (slurp()). */
+#define ERR_SIZE 4096
+
 struct fixture {
 	char dir[64];
 	char log[128];
@@ -30,12 +34,10 @@ static int
 setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	const char *tmp = getenv("TMPDIR");
 
 	if (!f)
 		return -1;
-	snprintf(f->dir, sizeof(f->dir), "%s/vigil-report-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(f->dir))
+	if (make_scratch_dir(f->dir, sizeof(f->dir), "report") < 0)
 		return -1;
 	snprintf(f->log, sizeof(f->log), "%s/events.jsonl", f->dir);
 	snprintf(f->svg, sizeof(f->svg), "%s/plot.svg", f->dir);
@@ -506,19 +508,6 @@ run_cmd(struct fixture *f, int argc, char **argv)
 	return rc;
 }
 
-static char *
-read_err(struct fixture *f)
-{
-	FILE *fp = fopen(f->err, "r");
-	char *buf = calloc(1, 4096);
-
-	assert_non_null(fp);
-	assert_non_null(buf);
-	(void)!fread(buf, 1, 4095, fp);
-	fclose(fp);
-	return buf;
-}
-
 static void
 test_command(void **state)
 {
@@ -548,7 +537,7 @@ test_command(void **state)
 		char *argv[] = { a_report, missing, NULL };
 
 		assert_int_equal(run_cmd(f, 2, argv), VIGIL_EXIT_INTERNAL);
-		err = read_err(f);
+		err = slurp(f->err, ERR_SIZE, NULL);
 		assert_non_null(strstr(err, missing));
 		assert_non_null(strstr(err, "No such file or directory"));
 		free(err);
@@ -558,7 +547,7 @@ test_command(void **state)
 		char *argv[] = { a_report, f->log, a_plot, badplot, NULL };
 
 		assert_int_equal(run_cmd(f, 4, argv), VIGIL_EXIT_INTERNAL);
-		err = read_err(f);
+		err = slurp(f->err, ERR_SIZE, NULL);
 		assert_non_null(strstr(err, badplot));
 		free(err);
 	}
@@ -566,7 +555,7 @@ test_command(void **state)
 		char *argv[] = { a_report, NULL };
 
 		assert_int_equal(run_cmd(f, 1, argv), VIGIL_EXIT_USAGE);
-		err = read_err(f);
+		err = slurp(f->err, ERR_SIZE, NULL);
 		assert_non_null(strstr(err, "EVENTS is missing"));
 		free(err);
 	}
@@ -579,7 +568,7 @@ test_command(void **state)
 		char *argv[] = { a_report, f->log, a_bogus, NULL };
 
 		assert_int_equal(run_cmd(f, 3, argv), VIGIL_EXIT_USAGE);
-		err = read_err(f);
+		err = slurp(f->err, ERR_SIZE, NULL);
 		assert_non_null(strstr(err, "--bogus"));
 		free(err);
 	}

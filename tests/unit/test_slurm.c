@@ -8,6 +8,8 @@
 #include "autoconf.h"
 
 #include "vigil_test.h"
+#include "proc.h"
+#include "scratch.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -78,14 +80,12 @@ struct fixture {
 static int
 group_setup(void **state)
 {
-	const char *tmp = getenv("TMPDIR");
 	struct fixture *f = calloc(1, sizeof(*f));
 	FILE *fp;
 
 	if (!f)
 		return -1;
-	snprintf(f->dir, sizeof(f->dir), "%s/vigil-slurm-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(f->dir))
+	if (make_scratch_dir(f->dir, sizeof(f->dir), "slurm") < 0)
 		goto fail;
 	snprintf(f->script, sizeof(f->script), "%s/scontrol", f->dir);
 	snprintf(f->log, sizeof(f->log), "%s/argv.log", f->dir);
@@ -147,30 +147,6 @@ read_log(struct fixture *f)
 	buf[n] = '\0';
 	fclose(fp);
 	return buf;
-}
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Reap what is left of a killed scontrol (its sleep): main() makes this
- * process the orphans' subreaper, so they are not left to init. */
-static void
-reap_orphans(void)
-{
-	for (int i = 0; i < 100; i++) {
-		pid_t r = waitpid(-1, NULL, WNOHANG);
-
-		if (r < 0)
-			return;  /* ECHILD: none left */
-		if (r == 0)
-			usleep(10000);
-	}
 }
 
 static void

@@ -4,6 +4,8 @@
 #include "autoconf.h"
 
 #include "vigil_test.h"
+#include "proc.h"
+#include "scratch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,15 +22,6 @@
 #include <unistd.h>
 
 #include "timed.h"
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Gone: no such process, or a zombie nobody reaps (an orphan whose new
  * parent does not wait, as PID 1 in some containers). */
@@ -64,21 +57,6 @@ process_gone_soon(pid_t pid)
 		usleep(10000);
 	}
 	return 0;
-}
-
-/* Reap the orphans a killed process group leaves: main() makes this
- * process their subreaper, so they are not left to init. */
-static void
-reap_orphans(void)
-{
-	for (int i = 0; i < 100; i++) {
-		pid_t r = waitpid(-1, NULL, WNOHANG);
-
-		if (r < 0)
-			return;  /* ECHILD: none left */
-		if (r == 0)
-			usleep(10000);
-	}
 }
 
 static int
@@ -272,13 +250,11 @@ test_exec_missing(void **state)
 static int
 setup_dir(void **state)
 {
-	const char *tmp = getenv("TMPDIR");
 	char *dir = malloc(PATH_MAX);
 
 	if (!dir)
 		return -1;
-	snprintf(dir, PATH_MAX, "%s/vigil-timed-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir)) {
+	if (make_scratch_dir(dir, PATH_MAX, "timed") < 0) {
 		free(dir);
 		return -1;
 	}
