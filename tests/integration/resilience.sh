@@ -165,6 +165,28 @@ for i in 0 1 2; do args="${args//--min-nodes 2/--min-nodes 3}"; done
 out=$(eval mpi $args 2>&1); rc=$?
 expect_eq "below --min-nodes: no-go" 80 "$rc"
 
+# 7b. Elastic while running: with --min-nodes 2, the fabric NIC of n2 goes
+#     down mid-run; every training saves, and the training starts again on
+#     n0 and n1 only (WORLD_SIZE 2, VIGIL_RESTART_COUNT 1), resumes from its
+#     checkpoint and finishes: the job succeeds.
+for i in 0 1 2; do rm -rf "$SCRATCH/rl$i"; make_root "$SCRATCH/rl$i"; done
+log="$SCRATCH/elastic-run.out"
+args=""
+for i in 0 1 2; do
+	args="$args${args:+ :} -np 1 env VIGIL_NODE_NAME=n$i $VIGIL run --min-nodes 2 --inspect-interval 1 --grace 5 --sysfs-root $SCRATCH/rl$i $(pascal_flags) --events $SCRATCH/elastic-run.jsonl -- sh -c 'exec $SIM --iters 60 --iter-ms 50 --ckpt-dir $ck.el\$RANK'"
+done
+eval "$MPI $args" >"$log" 2>&1 &
+pid=$!
+wait_ready "$log" 3 || fail "elastic run: not ready"
+echo down > "$SCRATCH/rl2/sys/class/net/eth1/operstate"
+wait "$pid"; rc=$?
+expect_eq "elastic run: the job succeeds on the healthy nodes" 0 "$rc"
+expect_eq "elastic run: every training saved" 3 "$(grep -c '^checkpoint saved at iteration' "$log")"
+expect_eq "elastic run: restarted on two nodes" "rank 0 of 2 restart 1,rank 1 of 2 restart 1" \
+	"$(grep '^rank [0-9] of 2 restart 1$' "$log" | sort | paste -sd,)"
+expect_eq "elastic run: both resumed from their checkpoint" 2 "$(grep -c '^resumed from iteration' "$log")"
+expect_match "elastic run: restart event" '"kind":"restart"' "$(cat "$SCRATCH/elastic-run.jsonl")"
+
 # 8. Hold on failure: the allocation is kept, and the failed node named.
 start=$(date +%s%N)
 out=$(mpi -np 2 "$VIGIL" run --precheck off --hold-on-failure 3 -- sh -c 'exit 4' 2>&1); rc=$?
