@@ -579,31 +579,13 @@ check_memory(struct run *run, struct check_result *r)
 		rc = numa_nodes_live(&nodes, &n);
 	if (rc == -ENOMEM)
 		return rc;
-	if (rc < 0) {
-		source = "sysfs";
-		rc = hwmon_numa_meminfo(run->hw, &nodes, &n);
-		if (rc == -ENOMEM)
-			return rc;
-	}
 	if (rc < 0 || n == 0) {
-		/* A kernel without NUMA has one node: the whole machine. */
-		long long total, freekb;
-
 		free(nodes);
 		nodes = NULL;
 		n = 0;
-		source = "proc/meminfo";
-		rc = hwmon_meminfo(run->hw, &total, &freekb);
+		rc = hwmon_memory_nodes(run->hw, &nodes, &n, &source);
 		if (rc == -ENOMEM)
 			return rc;
-		if (rc == 0) {
-			nodes = calloc(1, sizeof(*nodes));
-			if (!nodes)
-				return -ENOMEM;
-			nodes[0].total_kb = total;
-			nodes[0].free_kb = freekb;
-			n = 1;
-		}
 	}
 	if (n == 0) {
 		jadd(run, r->details, "source", cJSON_CreateNull());

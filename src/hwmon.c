@@ -820,6 +820,36 @@ hwmon_meminfo(struct hwmon *h, long long *total_kb, long long *free_kb)
 	return hwmon_read_keyed_ll(h, "proc/meminfo", "MemFree", free_kb);
 }
 
+int
+hwmon_memory_nodes(struct hwmon *h, struct hwmon_numa_node **nodes, size_t *n,
+                   const char **source)
+{
+	long long total, freekb;
+	int rc;
+
+	if (source)
+		*source = "sysfs";
+	rc = hwmon_numa_meminfo(h, nodes, n);
+	if (rc == -ENOMEM || (rc == 0 && *n > 0))
+		return rc;
+	/* A kernel without NUMA has one node: the whole machine. */
+	free(*nodes);
+	*nodes = NULL;
+	*n = 0;
+	if (source)
+		*source = "proc/meminfo";
+	rc = hwmon_meminfo(h, &total, &freekb);
+	if (rc < 0)
+		return rc;
+	*nodes = calloc(1, sizeof(**nodes));
+	if (!*nodes)
+		return -ENOMEM;
+	(*nodes)[0].total_kb = total;
+	(*nodes)[0].free_kb = freekb;
+	*n = 1;
+	return 0;
+}
+
 /* --- Drivers ------------------------------------------------------------ */
 
 /* "535.104.05": digits, at least one dot, nothing else. */

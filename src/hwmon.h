@@ -169,6 +169,16 @@ int hwmon_numa_meminfo(struct hwmon *h, struct hwmon_numa_node **nodes, size_t *
 /* MemTotal and MemFree of proc/meminfo, in kB. */
 int hwmon_meminfo(struct hwmon *h, long long *total_kb, long long *free_kb);
 
+/*
+ * Memory per NUMA node as hwmon_numa_meminfo(), or, on a kernel without
+ * NUMA (no node directories), the whole machine from proc/meminfo as node
+ * 0.  *SOURCE (may be NULL) names where the figures came from: "sysfs" or
+ * "proc/meminfo".  Returns 0 with at least one node, or the negative errno
+ * of proc/meminfo when neither can be read; -ENOMEM as such.
+ */
+int hwmon_memory_nodes(struct hwmon *h, struct hwmon_numa_node **nodes, size_t *n,
+                       const char **source);
+
 /* --- Drivers ------------------------------------------------------------ */
 
 /*

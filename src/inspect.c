@@ -284,30 +284,13 @@ inspect_memory(struct inspect *in, struct findings *fs)
 
 	if (min_mb <= 0)
 		return 0;
-	rc = hwmon_numa_meminfo(in->hw, &nodes, &n);
+	rc = hwmon_memory_nodes(in->hw, &nodes, &n, NULL);
 	if (rc == -ENOMEM)
 		return rc;
-	if (rc < 0 || n == 0) {
-		/* A kernel without NUMA has one node: the whole machine. */
-		long long total, freekb;
-
-		free(nodes);
-		nodes = NULL;
-		n = 0;
-		rc = hwmon_meminfo(in->hw, &total, &freekb);
-		if (rc == -ENOMEM)
-			return rc;
-		if (rc < 0) {
-			add(fs, "memory", "proc/meminfo", VERDICT_WARN,
-			    "free memory cannot be read: %s", strerror(-rc));
-			return 0;
-		}
-		nodes = calloc(1, sizeof(*nodes));
-		if (!nodes)
-			return -ENOMEM;
-		nodes[0].total_kb = total;
-		nodes[0].free_kb = freekb;
-		n = 1;
+	if (rc < 0) {
+		add(fs, "memory", "proc/meminfo", VERDICT_WARN,
+		    "free memory cannot be read: %s", strerror(-rc));
+		return 0;
 	}
 	for (size_t i = 0; i < n; i++) {
 		long long free_mb = nodes[i].free_kb / 1024;
