@@ -304,7 +304,6 @@ coord_on_time_limit(struct loop *l, void *arg)
 	struct job *j = arg;
 
 	(void)l;
-	j->limit_timer = NULL;
 	if (j->o->resume) {
 		coord_checkpoint(j, "the time limit is near", VIGIL_EXIT_EXPIRED);
 	} else {

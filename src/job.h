@@ -106,7 +106,7 @@ struct job {
 	int attempt;              /* 0, then 1.. after restarts (VIGIL_RESTART_COUNT) */
 	bool ckpt_sent;
 	struct inspect *insp;
-	struct loop_timer *hb_timer, *insp_timer, *ckpt_timer;
+	struct loop_timer *ckpt_timer;
 	char **reported;          /* findings already sent: "what device verdict" */
 	size_t nreported;
 
@@ -114,7 +114,6 @@ struct job {
 	double *last_seen;        /* monotonic time of each rank's last message */
 	bool *faulty;             /* nodes to avoid: faults, lost */
 	bool *in_attempt;         /* ranks that run a training in this attempt */
-	struct loop_timer *hbcheck_timer, *limit_timer;
 	bool checkpointing;
 	int end_code;             /* 81 or 83 once the job checkpoints to end; 84: a node lost */
 	char end_reason[512];
@@ -142,7 +141,6 @@ struct job {
 	double *hist;             /* recent e2e per rank (PERF_HIST each), for medians */
 	size_t *nhist;
 	cJSON *alerts;            /* every alert, for the report */
-	int perf_alerts;
 	struct metrics *metrics;  /* --metrics */
 	double metrics_last;
 	pid_t notifiers[16];      /* --notify commands not yet known to be done */

@@ -120,7 +120,6 @@ perf_alert(struct job *j, const struct perf_alert *a)
 	cJSON *d = cJSON_CreateObject(), *copy;
 	char *text;
 
-	j->perf_alerts++;
 	cJSON_AddStringToObject(d, "kind", a->kind);
 	cJSON_AddNumberToObject(d, "iter", (double)a->iter);
 	cJSON_AddStringToObject(d, "node", coord_host(j, a->rank));

@@ -1226,23 +1226,27 @@ run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***a
 		        o->cmd[0]);
 		job_event(j, j->node, 0, VIGIL_EVENT_LAUNCH, VIGIL_SEVERITY_INFO,
 		           "starting the training", NULL);
-		if (j->size > 1)
-			j->hbcheck_timer = loop_add_timer(j->loop, (long)(o->heartbeat_s * 500), coord_on_hbcheck, j);
+		/* the timers end themselves (LOOP_NOMORE) or go with the loop */
+		if (j->size > 1 &&
+		    !loop_add_timer(j->loop, (long)(o->heartbeat_s * 500), coord_on_hbcheck, j))
+			goto oom;
 		if (left >= 0) {
 			double at = o->resume ? left - o->ckpt_lead_s : left;
 
-			j->limit_timer = loop_add_timer(j->loop, at > 0 ? (long)(at * 1000) : 0,
-			                                coord_on_time_limit, j);
+			if (!loop_add_timer(j->loop, at > 0 ? (long)(at * 1000) : 0,
+			                    coord_on_time_limit, j))
+				goto oom;
 		}
 	}
-	if (j->rank != 0)
-		j->hb_timer = loop_add_timer(j->loop, (long)(o->heartbeat_s * 1000), on_heartbeat, j);
+	if (j->rank != 0 &&
+	    !loop_add_timer(j->loop, (long)(o->heartbeat_s * 1000), on_heartbeat, j))
+		goto oom;
 	if (o->inspect_s > 0) {
 		rc = inspect_new(cfg, j->slots, nslots, o->ckpt_dir, 0, &j->insp);
 		if (rc < 0)
 			LOG_WARN("no inspection on this node: %s", strerror(-rc));
-		else
-			j->insp_timer = loop_add_timer(j->loop, (long)(o->inspect_s * 1000), on_inspect, j);
+		else if (!loop_add_timer(j->loop, (long)(o->inspect_s * 1000), on_inspect, j))
+			goto oom;
 	}
 	j->perf = perf_node_new(PERF_WINDOW);
 	j->red_buf = calloc(perf_buffer_len(PERF_WINDOW), sizeof(double));
@@ -1277,6 +1281,10 @@ run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***a
 	watch(j);
 	if (j->hold > 0)
 		hold_allocation(j, j->hold);
+	goto out;
+oom:
+	LOG_ERR("out of memory");
+	j->clean = false;
 out:
 	if (j->child) {
 		if (!j->exited)
