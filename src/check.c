@@ -26,6 +26,7 @@
 #include "hwmon.h"
 #include "log.h"
 #include "timed.h"
+#include "util.h"
 #include "vendor.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -163,25 +164,6 @@ plural(long long n, const char *one, const char *many)
 	return n == 1 ? one : many;
 }
 
-/* write() all of BUF, for probe children. */
-static int
-write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* --- slots ------------------------------------------------------------- */
 
 enum lib { LIB_NVML, LIB_CNDEV };
@@ -199,7 +181,7 @@ vendor_child(void *arg, int fd)
 	memset(&rep, 0, sizeof(rep));
 	rep.rc = *(enum lib *)arg == LIB_NVML ? vendor_nvml_query(&rep.info)
 	                                      : vendor_cndev_query(&rep.info);
-	return write_all(fd, &rep, sizeof(rep)) < 0 ? 1 : 0;
+	return util_write_all(fd, &rep, sizeof(rep)) < 0 ? 1 : 0;
 }
 
 /*
@@ -703,7 +685,7 @@ probe_child(void *arg, int out)
 out:
 	if (fd >= 0)
 		(void)close(fd);
-	return write_all(out, &rep, sizeof(rep)) < 0 ? 1 : 0;
+	return util_write_all(out, &rep, sizeof(rep)) < 0 ? 1 : 0;
 }
 
 int

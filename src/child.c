@@ -25,6 +25,7 @@
 
 #include "child.h"
 #include "sig.h"
+#include "spawn.h"
 
 extern char **environ;
 
@@ -210,18 +211,6 @@ fail:
 	return rc;
 }
 
-/*
- * FD moved above 2 (close-on-exec), so that the dup2() calls onto 0-2
- * cannot overwrite a descriptor still to be placed: an agent started with
- * 0, 1 or 2 closed gets its own descriptors there.  dup2() then gives the
- * program copies without the flag.
- */
-static int
-above_stdio(int fd)
-{
-	return fd > 2 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 3);
-}
-
 /* ---- the child side ------------------------------------------------- */
 
 struct spawn {
@@ -276,9 +265,8 @@ run_child(const struct spawn *sp)
 {
 	int in, out, err, errfd, e;
 
-	/* Also done by the parent: whichever runs first, the group exists
-	 * before the parent can signal it or we exec. */
-	(void)setpgid(0, 0);
+	/* spawn_fork() made us a group leader, with every signal blocked
+	 * until spawn_child_ready(). */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		goto fail;
 	/* The agent may have died before prctl(): then nothing kills us, but
@@ -286,24 +274,18 @@ run_child(const struct spawn *sp)
 	if (getppid() != sp->parent)
 		_exit(127);
 
-	errfd = above_stdio(sp->errfd);
+	errfd = spawn_above_stdio(sp->errfd);
 	if (errfd < 0)
 		_exit(126);
-	in = above_stdio(sp->in);
-	out = above_stdio(sp->out);
-	err = above_stdio(sp->err);
+	in = spawn_above_stdio(sp->in);
+	out = spawn_above_stdio(sp->out);
+	err = spawn_above_stdio(sp->err);
 	if (in < 0 || out < 0 || err < 0 || dup2(in, STDIN_FILENO) < 0 ||
 	    dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
 		goto fail_errfd;
 	if (sp->o->cwd && chdir(sp->o->cwd) < 0)
 		goto fail_errfd;
-#ifdef CLOSE_RANGE_CLOEXEC
-	/* Our own descriptors are close-on-exec; this catches the ones a
-	 * library opened without the flag.  Old kernels refuse it: then
-	 * nothing else is done. */
-	(void)close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-#endif
-	sig_child_restore(sp->o->sigmask);
+	spawn_child_ready(sp->o->sigmask);
 	exec_search(sp);
 fail_errfd:
 	e = errno;
@@ -360,7 +342,6 @@ child_spawn(const struct child_opts *o, struct child **out)
 	int errp[2] = { -1, -1 }, outp[2] = { -1, -1 }, errout[2] = { -1, -1 };
 	struct child *c = NULL;
 	struct spawn sp;
-	sigset_t all, saved;
 	pid_t pid;
 	int rc, e;
 
@@ -411,28 +392,13 @@ child_spawn(const struct child_opts *o, struct child **out)
 	sp.errfd = errp[1];
 	sp.parent = getpid();
 
-	/*
-	 * Everything blocked across fork(), as posix_spawn() does: until
-	 * sig_child_restore() the child must not run the agent's handlers
-	 * (the self-pipe's would write into the agent's own pipe).
-	 */
-	(void)sigfillset(&all);
-	rc = pthread_sigmask(SIG_SETMASK, &all, &saved);
-	if (rc > 0) {
-		rc = -rc;
-		goto out;
-	}
-	pid = sys.fork();
+	pid = spawn_fork(sys.fork);
 	if (pid == 0)
 		run_child(&sp);
-	e = errno;
-	(void)pthread_sigmask(SIG_SETMASK, &saved, NULL);  /* saved is valid */
 	if (pid < 0) {
-		rc = -e;
+		rc = pid;
 		goto out;
 	}
-	/* EACCES: the child has exec'd, after its own setpgid(). */
-	(void)setpgid(pid, pid);
 
 	/* Our copies of the child's ends closed, or EOF would never come. */
 	(void)close(errp[1]);

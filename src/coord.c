@@ -22,6 +22,7 @@
 #include "metrics.h"
 #include "peer.h"
 #include "sig.h"
+#include "util.h"
 #include "job.h"
 
 /*
@@ -556,29 +557,6 @@ coord_host(const struct job *j, int rank)
 	return job_str(cJSON_GetArrayItem(nodes, rank), "host", "?");
 }
 
-/* Write TEXT to PATH atomically (a temporary file, fsync, rename). */
-static int
-write_atomic(const char *path, const char *text)
-{
-	char tmp[4096];
-	FILE *f;
-	int rc = 0;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
-	if (fputs(text, f) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0)
-		rc = -errno;
-	if (fclose(f) != 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && rename(tmp, path) != 0)
-		rc = -errno;
-	if (rc < 0)
-		(void)unlink(tmp);
-	return rc;
-}
-
 static void
 write_report(struct job *j, const char *state, int code)
 {
@@ -689,7 +667,7 @@ write_report(struct job *j, const char *state, int code)
 	if (!text)
 		return;
 	/* a reader (the batch script) never sees half a report */
-	rc = write_atomic(j->o->report, text);
+	rc = util_write_atomic_str(j->o->report, text, 0644);
 	if (rc < 0)
 		LOG_ERR("cannot write the report %s: %s", j->o->report, strerror(-rc));
 	free(text);
@@ -779,7 +757,7 @@ finish(struct job *j)
 				if (j->faulty[r])
 					fprintf(f, "%s\n", coord_host(j, r));
 			fclose(f);
-			rc = write_atomic(j->o->exclude_file, list ? list : "");
+			rc = util_write_atomic_str(j->o->exclude_file, list ? list : "", 0644);
 			if (rc < 0)
 				LOG_ERR("cannot write %s: %s", j->o->exclude_file, strerror(-rc));
 			free(list);
@@ -789,7 +767,7 @@ finish(struct job *j)
 		char st[64];
 
 		snprintf(st, sizeof(st), "{\"resumes\": %d}\n", j->resumes_done + 1);
-		rc = write_atomic(j->o->state_file, st);
+		rc = util_write_atomic_str(j->o->state_file, st, 0644);
 		if (rc < 0)
 			LOG_ERR("cannot write %s: %s", j->o->state_file, strerror(-rc));
 	}

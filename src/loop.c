@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "loop.h"
+#include "util.h"
 
 struct fd_entry {
 	int fd;
@@ -65,12 +66,8 @@ struct loop {
 static uint64_t
 monotonic_ms(void *arg)
 {
-	struct timespec ts;
-
 	(void)arg;
-	/* CLOCK_MONOTONIC cannot fail with a valid clock id and pointer. */
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return util_now_ms();
 }
 
 struct loop *

@@ -18,6 +18,7 @@
 
 #include "vigil.h"
 #include "metrics.h"
+#include "util.h"
 
 static const char *const job_states[] = {
 	VIGIL_STATE_RUNNING, VIGIL_STATE_SUCCEEDED, VIGIL_STATE_ERROR,
@@ -282,123 +283,18 @@ format(const struct metrics *m, char **text, size_t *len)
 
 /* ---- the file -------------------------------------------------------- */
 
-static int
-write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, buf, len);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
-/* "DIR/.BASE.XXXXXX" for PATH "DIR/BASE" (DIR may be absent). */
-static char *
-temp_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
-	const char *base = path + dirlen;
-	size_t len = dirlen + 1 + strlen(base) + 8;
-	char *t = malloc(len);
-
-	if (t)
-		snprintf(t, len, "%.*s.%s.XXXXXX", (int)dirlen, path, base);
-	return t;
-}
-
-/*
- * After rename() the new name is in the directory's page cache; syncing
- * the directory makes it survive a crash (the file's data already was).
- * A failure here leaves a correct file in place, so it is not reported.
- */
-static void
-sync_dir(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir;
-	int fd;
-
-	if (slash == path)
-		dir = strdup("/");
-	else if (slash)
-		dir = strndup(path, (size_t)(slash - path));
-	else
-		dir = strdup(".");
-	if (!dir)
-		return;
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	free(dir);
-	if (fd < 0)
-		return;
-	(void)fsync(fd);  /* best effort, see above */
-	(void)close(fd);
-}
-
 int
 metrics_write(const struct metrics *m, const char *path)
 {
-	char *text = NULL, *tmp = NULL;
+	char *text = NULL;
 	size_t len = 0;
-	int fd = -1, rc;
+	int rc;
 
 	rc = format(m, &text, &len);
 	if (rc < 0)
 		return rc;
-	tmp = temp_name(path);
-	if (!tmp) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		free(tmp);
-		tmp = NULL;  /* nothing to remove */
-		goto out;
-	}
-	/* mkostemp() makes it 0600; node_exporter usually runs as another
-	 * user. */
-	if (fchmod(fd, 0644) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	rc = write_all(fd, text, len);
-	if (rc < 0)
-		goto out;
-	/* Data on disk before the rename: otherwise a crash can leave an
-	 * empty file under the final name (ext4 and XFS delayed allocation). */
-	if (fsync(fd) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	rc = close(fd);
-	fd = -1;
-	if (rc < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (rename(tmp, path) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	free(tmp);
-	tmp = NULL;
-	sync_dir(path);
-out:
-	if (fd >= 0)
-		(void)close(fd);  /* already failing; the first error is kept */
-	if (tmp) {
-		(void)unlink(tmp);  /* already failing: leave nothing behind */
-		free(tmp);
-	}
+	/* 0644: node_exporter usually runs as another user. */
+	rc = util_write_atomic(path, text, len, 0644);
 	free(text);
 	return rc;
 }

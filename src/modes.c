@@ -47,6 +47,7 @@
 #include "cmdline.h"
 #include "log.h"
 #include "modes.h"
+#include "util.h"
 
 static const char *const names[] = { "single", "pytorch", "deepspeed", "horovod", "tensorflow" };
 
@@ -829,64 +830,19 @@ make_parents(const char *path)
 	return rc;
 }
 
-static int
-write_all(int fd, const char *s, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, s, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		s += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /*
- * PATH gets CONTENT through a temporary file in the same directory renamed
- * over it: a training process that reads the hostfile while vigil writes
- * it (a restart) sees the old file or the new one, never half of one.
+ * PATH gets CONTENT through the atomic writer: a training process that
+ * reads the hostfile while vigil writes it (a restart) sees the old file
+ * or the new one, never half of one; every process of the job reads it.
  */
 static int
 write_atomic(const char *path, const char *content)
 {
-	const char *slash = strrchr(path, '/');
-	char *tmp;
-	int fd;
-	int rc;
+	int rc = make_parents(path);
 
-	rc = make_parents(path);
 	if (rc < 0)
 		return rc;
-	if (slash)
-		tmp = strf("%.*s.%s.XXXXXX", (int)(slash - path + 1), path, slash + 1);
-	else
-		tmp = strf(".%s.XXXXXX", path);
-	if (!tmp)
-		return -ENOMEM;
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		rc = -errno;
-		free(tmp);
-		return rc;
-	}
-	/* mkstemp creates 0600; every process of the job reads the file. */
-	if (fchmod(fd, 0644) < 0)
-		rc = -errno;
-	if (rc == 0)
-		rc = write_all(fd, content, strlen(content));
-	if (close(fd) < 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc < 0)
-		(void)unlink(tmp);      /* best effort: the error that matters is rc */
-	free(tmp);
-	return rc;
+	return util_write_atomic_str(path, content, 0644);
 }
 
 int

@@ -9,31 +9,21 @@
 #include <unistd.h>
 
 #include "notify.h"
-#include "sig.h"
+#include "spawn.h"
 
 /* Between fork() and exec(): async-signal-safe calls only (the agent may
  * have threads, the MPI library's). */
 static void __attribute__((noreturn))
 exec_notifier(const char *cmd, int in, int null)
 {
-	/* Before anything that can fail, so the parent's kill(-pid) reaches
-	 * every process the shell starts.  The parent makes the same call
-	 * (whichever runs first wins, the result is the same). */
-	(void)setpgid(0, 0);
-	sig_child_restore(NULL);
-
 	/* An agent started with 0, 1 or 2 closed may have got the pipe or
 	 * /dev/null there: move both above 2 before dup2() onto 0 and 1 can
-	 * close one of them.  The copies stay close-on-exec. */
-	in = fcntl(in, F_DUPFD_CLOEXEC, 3);
-	null = fcntl(null, F_DUPFD_CLOEXEC, 3);
+	 * close one of them. */
+	in = spawn_above_stdio(in);
+	null = spawn_above_stdio(null);
 	if (in < 0 || null < 0 || dup2(in, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0)
 		_exit(126);
-#ifdef CLOSE_RANGE_CLOEXEC
-	/* Our descriptors are close-on-exec; this catches those a library
-	 * opened without the flag (MPI sockets).  Old kernels refuse it. */
-	(void)close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-#endif
+	spawn_child_ready(NULL);
 	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 	_exit(127);
 }
@@ -79,17 +69,15 @@ notify_spawn(const char *cmd, const char *json, pid_t *pid)
 		rc = -errno;
 		goto out;
 	}
-	child = fork();
+	/* In a group of its own: kill(-pid) reaches every process the
+	 * shell starts. */
+	child = spawn_fork(NULL);
 	if (child < 0) {
-		rc = -errno;
+		rc = child;
 		goto out;
 	}
 	if (child == 0)
 		exec_notifier(cmd, fds[0], null);
-	/* Also here, so the group exists when we return and a kill(-pid)
-	 * right away reaches it.  EACCES: the child already exec'd, after
-	 * its own setpgid(). */
-	(void)setpgid(child, child);
 	*pid = child;
 out:
 	if (fds[0] >= 0)

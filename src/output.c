@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "output.h"
+#include "util.h"
 
 struct output {
 	int fd;
@@ -366,20 +367,10 @@ output_push(struct output *o, const char *buf, size_t len)
 	return rc < 0 ? rc : 0;
 }
 
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-
-	/* Cannot fail: the clock exists and TS is valid. */
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int
 output_drain(struct output *o, int timeout_ms)
 {
-	long long deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	long long deadline = (long long)util_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	struct pollfd pfd = { .fd = o->fd, .events = POLLOUT };
 	int rc, wait_ms;
 
@@ -390,7 +381,7 @@ output_drain(struct output *o, int timeout_ms)
 		if (timeout_ms < 0) {
 			wait_ms = -1;
 		} else {
-			long long left = deadline - now_ms();
+			long long left = deadline - (long long)util_now_ms();
 
 			if (left <= 0)
 				return -ETIMEDOUT;

@@ -12,6 +12,7 @@
 #include <mpi.h>
 
 #include "peer.h"
+#include "util.h"
 
 /* The gather's tag; the others are in peer.h. */
 enum { PEER_TAG_GATHER = 1 };
@@ -232,26 +233,17 @@ peer_gather_get(const struct peer_gather *g, int rank)
 	return g->strings[rank];
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int
 peer_gather_wait(struct peer_gather *g, double timeout_s)
 {
 	const struct timespec nap = { 0, 1000000 };
-	double deadline = now_s() + timeout_s;
+	double deadline = util_now_s() + timeout_s;
 	int rc;
 
 	/* Sleep between turns: spinning in MPI would take a core from the
 	 * node's own work for the whole wait. */
 	while ((rc = peer_gather_progress(g)) == 0) {
-		if (now_s() >= deadline)
+		if (util_now_s() >= deadline)
 			return 0;
 		nanosleep(&nap, NULL);
 	}
@@ -473,10 +465,10 @@ int
 peer_flush(struct peer *p, double timeout_s)
 {
 	const struct timespec nap = { 0, 1000000 };
-	double deadline = now_s() + timeout_s;
+	double deadline = util_now_s() + timeout_s;
 
 	while (p->nsends > 0) {
-		if (progress_sends(p) < 0 || now_s() >= deadline)
+		if (progress_sends(p) < 0 || util_now_s() >= deadline)
 			return 0;
 		if (p->nsends > 0)
 			nanosleep(&nap, NULL);

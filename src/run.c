@@ -55,6 +55,7 @@
 #include "run.h"
 #include "sig.h"
 #include "topo.h"
+#include "util.h"
 #include "job.h"
 
 extern char **environ;
@@ -62,10 +63,7 @@ extern char **environ;
 double
 job_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return util_now_s();
 }
 
 void

@@ -21,22 +21,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sig.h"
+#include "spawn.h"
 #include "timed.h"
+#include "util.h"
 
 /* After SIGKILL, how often and how long to look for the child's exit. */
 #define REAP_TRIES 20
 #define REAP_PAUSE_NS 1000000L  /* 1 ms: 20 ms in all */
-
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	/* CLOCK_MONOTONIC cannot fail with a valid clock id and pointer. */
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void
 pause_ns(long ns)
@@ -102,7 +93,7 @@ collect(pid_t pid, int fd, int64_t deadline, bool group, char *buf, size_t max,
 	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		char scratch[4096];
-		int64_t left = deadline - now_ns();
+		int64_t left = deadline - util_now_ns();
 		int ms;
 		ssize_t n;
 
@@ -149,7 +140,7 @@ collect(pid_t pid, int fd, int64_t deadline, bool group, char *buf, size_t max,
 			return rc;
 		if (rc == 1)
 			break;
-		left = deadline - now_ns();
+		left = deadline - util_now_ns();
 		if (left <= 0)
 			goto timeout;
 		pause_ns(nap < left ? nap : (long)left);
@@ -174,7 +165,7 @@ check_timeout(double timeout_s, int64_t *deadline)
 {
 	if (!(timeout_s > 0) || !isfinite(timeout_s) || timeout_s > 1e9)
 		return -EINVAL;
-	*deadline = now_ns() + (int64_t)(timeout_s * 1e9);
+	*deadline = util_now_ns() + (int64_t)(timeout_s * 1e9);
 	return 0;
 }
 
@@ -193,15 +184,15 @@ timed_run(timed_fn *fn, void *arg, double timeout_s, char *buf, size_t max,
 		return rc;
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -errno;
-	pid = fork();
+	pid = spawn_fork(NULL);
 	if (pid < 0) {
-		rc = -errno;
 		(void)close(fds[0]);
 		(void)close(fds[1]);
-		return rc;
+		return pid;
 	}
 	if (pid == 0) {
 		(void)close(fds[0]);
+		spawn_child_ready(NULL);
 		/* A parent that gave up has closed its end: the write fails
 		 * with EPIPE and the child ends instead of dying of SIGPIPE
 		 * somewhere inside FN. */
@@ -209,7 +200,7 @@ timed_run(timed_fn *fn, void *arg, double timeout_s, char *buf, size_t max,
 		_exit(fn(arg, fds[1]) & 0xff);
 	}
 	(void)close(fds[1]);
-	rc = collect(pid, fds[0], deadline, false, buf, max, &len, status);
+	rc = collect(pid, fds[0], deadline, true, buf, max, &len, status);
 	(void)close(fds[0]);
 	return rc < 0 ? rc : (ssize_t)len;
 }
@@ -219,27 +210,23 @@ exec_child(char *const argv[], int out, int errfd)
 {
 	int null, e;
 
-	(void)setpgid(0, 0);
 	/* Only async-signal-safe calls from here: the agent may have threads
-	 * (the MPI library's).  It blocks the signals it reads from its
-	 * signalfd and may ignore others; the program starts with none
-	 * blocked and every one at its default. */
-	sig_child_restore(NULL);
-
-	/* An agent started with 0, 1 or 2 closed gets its pipes there: move
-	 * every descriptor above 2 before any dup2() onto 0-2 can close one.
-	 * Each stays close-on-exec; dup2() clears the flag on the copies. */
+	 * (the MPI library's).  An agent started with 0, 1 or 2 closed gets
+	 * its pipes there: each is moved above 2 before any dup2(). */
+	errfd = spawn_above_stdio(errfd);
+	if (errfd < 0)
+		_exit(126);
 	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (null < 0)
 		goto fail;
-	null = fcntl(null, F_DUPFD_CLOEXEC, 3);
-	out = fcntl(out, F_DUPFD_CLOEXEC, 3);
-	errfd = fcntl(errfd, F_DUPFD_CLOEXEC, 3);
-	if (errfd < 0)
-		_exit(126);
+	null = spawn_above_stdio(null);
+	out = spawn_above_stdio(out);
 	if (null < 0 || out < 0 || dup2(null, STDIN_FILENO) < 0 ||
 	    dup2(out, STDOUT_FILENO) < 0 || dup2(out, STDERR_FILENO) < 0)
 		goto fail;
+	/* The program starts with no signal blocked, every one at its
+	 * default, and none of the agent's descriptors. */
+	spawn_child_ready(NULL);
 	execvp(argv[0], argv);
 fail:
 	e = errno;
@@ -270,9 +257,11 @@ timed_exec(char *const argv[], double timeout_s, char *buf, size_t max)
 		rc = -errno;
 		goto out;
 	}
-	pid = fork();
+	/* In a group of its own, so a timeout kills the program's own
+	 * children with it. */
+	pid = spawn_fork(NULL);
 	if (pid < 0) {
-		rc = -errno;
+		rc = pid;
 		goto out;
 	}
 	if (pid == 0) {
@@ -280,10 +269,6 @@ timed_exec(char *const argv[], double timeout_s, char *buf, size_t max)
 		(void)close(errp[0]);
 		exec_child(argv, out[1], errp[1]);
 	}
-	/* Both sides set the group, so that it exists whichever runs first
-	 * and a timeout can kill the program's own children with it.  EACCES
-	 * here means the child has already exec'd, after its own setpgid. */
-	(void)setpgid(pid, pid);
 	(void)close(out[1]);
 	(void)close(errp[1]);
 	out[1] = errp[1] = -1;

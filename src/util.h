@@ -1,0 +1,109 @@
+/*
+ * util.h - one copy of each small utility vigil needs in many places:
+ * the monotonic clock, writing all of a buffer, the atomic file writer,
+ * private directories, UTF-8 repair and host-name validation.
+ *
+ * Nothing here logs; every fallible function returns 0 or a negative
+ * errno (captured before any cleanup can clobber it).  All of it is safe
+ * to call from loop callbacks; none of it is async-signal-safe except
+ * util_write_all().
+ */
+#ifndef VIGIL_UTIL_H
+#define VIGIL_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- time --------------------------------------------------------------- */
+
+/*
+ * CLOCK_MONOTONIC: the one clock vigil measures intervals and deadlines
+ * with (never the wall clock, which NTP and administrators move).  The
+ * three forms read the same clock.
+ */
+int64_t util_now_ns(void);
+uint64_t util_now_ms(void);
+double util_now_s(void);
+
+/* The wall clock in seconds since the epoch (for end times from Slurm). */
+double util_wall_s(void);
+
+/* ---- writing ------------------------------------------------------------ */
+
+/*
+ * Write all LEN bytes of BUF to FD, retrying after EINTR and short writes.
+ * Returns 0, or a negative errno (-EAGAIN on a non-blocking descriptor
+ * that is full; the bytes written before it are not taken back).
+ * Async-signal-safe.
+ */
+int util_write_all(int fd, const void *buf, size_t len);
+
+/*
+ * Replace PATH with LEN bytes of DATA, atomically and safely on a shared
+ * node, as root too:
+ *   - the temporary file is created in PATH's own directory with
+ *     O_CREAT|O_EXCL|O_NOFOLLOW and a random name, so a file or symlink
+ *     planted there is never opened or followed;
+ *   - its mode is set to MODE with fchmod() (independent of the umask);
+ *   - data is fsync()ed before rename() and the directory after, so a
+ *     crash leaves the old file or the new one, never an empty one;
+ *   - rename() replaces a planted symlink at PATH itself, never its target.
+ * A reader therefore sees the old content or the new, never half.  MODE
+ * must not be group- or world-writable (-EINVAL).  Returns 0 or a
+ * negative errno; on failure nothing is left behind and PATH is unchanged.
+ */
+int util_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
+
+/* util_write_atomic() of a NUL-terminated string. */
+int util_write_atomic_str(const char *path, const char *text, mode_t mode);
+
+/* ---- directories -------------------------------------------------------- */
+
+/*
+ * Create a private directory "PARENT/PREFIX.XXXXXX" (mkdtemp(): random,
+ * exclusive, mode 0700) and write its path into BUF (LEN bytes).  Returns
+ * 0, -ENAMETOOLONG, or the errno of mkdtemp().
+ */
+int util_private_dir(const char *parent, const char *prefix, char *buf, size_t len);
+
+/*
+ * Whether DIR is safe to keep files in for the calling user: lstat()ed
+ * (a symlink is refused, -ELOOP), a directory (-ENOTDIR), owned by the
+ * caller (-EPERM otherwise), and not writable by group or others
+ * (-EACCES).  Returns 0 or a negative errno; -ENOENT when absent.
+ */
+int util_dir_is_private(const char *dir);
+
+/*
+ * Remove DIR and everything in it, without following symlinks and
+ * without leaving DIR's file system (a mount point under DIR is left).
+ * Returns 0 or the first negative errno met (it goes on past errors).
+ */
+int util_remove_tree(const char *dir);
+
+/* ---- text --------------------------------------------------------------- */
+
+/*
+ * Copy LEN bytes of S into a new NUL-terminated string that is valid
+ * UTF-8: each byte that does not start a well-formed sequence (overlong
+ * forms, surrogates and code points above U+10FFFF included) becomes
+ * U+FFFD, and an embedded NUL becomes U+FFFD too.  NULL with errno
+ * ENOMEM.
+ */
+char *util_utf8_repair(const char *s, size_t len);
+
+/* Whether LEN bytes of S are valid UTF-8 without NUL bytes. */
+bool util_utf8_valid(const char *s, size_t len);
+
+/*
+ * Whether NAME is a valid host name for hostfiles and messages: 1 to 253
+ * bytes, dot-separated labels of 1 to 63 letters, digits and hyphens,
+ * not starting or ending with a hyphen (RFC 1123; underscores, common in
+ * cluster naming, are accepted too).  Returns 0, or -EINVAL with a reason
+ * in WHY (may be NULL) such as "contains a newline".
+ */
+int util_hostname_check(const char *name, char *why, size_t whylen);
+
+#endif
