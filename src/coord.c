@@ -1,815 +1,1435 @@
 /*
- * coord.c - the coordinator's side of `vigil run` (rank 0): the plan from
- * every node's pre-check, the results, notes and heartbeats of the nodes,
- * the decisions they lead to (stop, checkpoint, restart, requeue), and the
- * end of the job: the report, the exclude list and FINAL to every node.
+ * coord.c - the coordinator's state machine.
+ *
+ * Phases change only through step(), which looks the (event, phase) pair
+ * up in a table (after flux-core's broker state machine): a pair that is
+ * not in the table changes nothing, which is how "a checkpoint while
+ * already stopping" or "a second stop" are ignored.  The decisions that
+ * lead to an event (is this a fault? may the training start again?) are
+ * in the functions below the table; what a phase does on entry is in
+ * enter().
  */
 #include "autoconf.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cJSON.h>
 
 #include "vigil.h"
-#include "events.h"
-#include "gather.h"
-#include "log.h"
-#include "loop.h"
-#include "metrics.h"
-#include "peer.h"
+#include "coord.h"
 #include "sig.h"
-#include "util.h"
-#include "job.h"
 
-/*
- * The coordinator's decision from every node's report: go (and how, on
- * which nodes), or no-go (and why).  Returns the plan as JSON text:
- * {"go", "exit_code"?, "message"?, "master_addr", "master_port",
- *  "nodes": [{"host", "addr", "slots"} per rank], "members": [ranks]}.
- */
-char *
-coord_plan(struct job *j, struct peer_gather *pg)
+/* Beyond the grace: how long to wait for a node that still has not reported. */
+#define LOST_AFTER_STOP_S 15.0
+/* The node's own escalation after the checkpoint's grace (node.c): TERM, then KILL. */
+#define STOP_AFTER_CKPT_S 5.0
+/* Failed nodes whose stderr tail is kept for the report; the rest keep none. */
+#define TAILS_KEPT 64
+/* Nodes named in a line for people before "(+N more)". */
+#define NAMES_IN_LINE 8
+
+enum coord_event {
+	EV_CHECKPOINT,   /* every healthy training saves */
+	EV_STOP,         /* every training ends */
+	EV_REPORTED,     /* every rank reported or is lost: the job ends */
+	EV_AGAIN,        /* every rank reported or is lost: start again */
+	EV_RESTARTED,
+	EV_EXHAUSTED,    /* too few nodes to start again */
+	EV_FINISHED,
+	EV_NOGO,         /* the plan refused to start */
+};
+
+static const char *const event_names[] = {
+	[EV_CHECKPOINT] = "checkpoint", [EV_STOP] = "stop", [EV_REPORTED] = "reported",
+	[EV_AGAIN] = "again", [EV_RESTARTED] = "restarted", [EV_EXHAUSTED] = "exhausted",
+	[EV_FINISHED] = "finished", [EV_NOGO] = "no-go",
+};
+
+static const char *const phase_names[] = {
+	[COORD_RUNNING] = "running", [COORD_CHECKPOINTING] = "checkpointing",
+	[COORD_STOPPING] = "stopping", [COORD_RESTARTING] = "restarting",
+	[COORD_FINISHING] = "finishing", [COORD_DONE] = "done",
+};
+
+static const struct transition {
+	enum coord_event event;
+	enum coord_phase from, to;
+} transitions[] = {
+	{ EV_CHECKPOINT, COORD_RUNNING, COORD_CHECKPOINTING },
+	{ EV_STOP, COORD_RUNNING, COORD_STOPPING },
+	{ EV_STOP, COORD_CHECKPOINTING, COORD_STOPPING },
+	{ EV_REPORTED, COORD_RUNNING, COORD_FINISHING },
+	{ EV_REPORTED, COORD_CHECKPOINTING, COORD_FINISHING },
+	{ EV_REPORTED, COORD_STOPPING, COORD_FINISHING },
+	{ EV_AGAIN, COORD_RUNNING, COORD_RESTARTING },
+	{ EV_AGAIN, COORD_CHECKPOINTING, COORD_RESTARTING },
+	{ EV_AGAIN, COORD_STOPPING, COORD_RESTARTING },
+	{ EV_RESTARTED, COORD_RESTARTING, COORD_RUNNING },
+	{ EV_EXHAUSTED, COORD_RESTARTING, COORD_FINISHING },
+	{ EV_FINISHED, COORD_FINISHING, COORD_DONE },
+	{ EV_NOGO, COORD_RUNNING, COORD_DONE },
+};
+
+/* One rank as the coordinator knows it. */
+struct cnode {
+	char *host;          /* from its pre-check report */
+	char *addr;          /* MASTER_ADDR when it is the first member */
+	int slots;
+	double last_seen;    /* when it was last heard from */
+	bool member;         /* runs a training in this attempt */
+	bool faulty;         /* to avoid next time (sbatch --exclude) */
+	bool lost;           /* silent past the timeout, or never reported */
+	bool reported;       /* counted for this attempt: its result is in, or it is lost */
+	bool have_result;    /* its result for this attempt arrived */
+	/* the result */
+	bool idle;
+	int exit_code, signal, agent_signal;
+	double seconds;
+	char *error;         /* could not start: why */
+	char **tail;         /* last stderr lines, kept for failures only */
+	int ntail;
+};
+
+struct coord {
+	struct coord_opts o;
+	struct coord_ops ops;
+	struct cnode *nodes;
+	int n;
+	enum coord_phase phase;
+	double t0;
+
+	int nreported;       /* ranks reported or lost, this attempt */
+	int nlost;
+	int ntails;          /* failed nodes whose tail is kept */
+	bool never_arrived;  /* a rank sent no pre-check report: MPI_Finalize unsafe */
+
+	/* how the current attempt ends */
+	int first_fail;      /* the rank whose training failed first, or -1 */
+	int end_code;        /* 81 requeue, 83 expired, 84 lost, 80 no-go; 0 */
+	char end_reason[512];
+	bool restart_wanted; /* start again once every result is in */
+	int restarts;
+	cJSON *attempts;     /* what ended each earlier attempt */
+
+	/* deadlines, on the caller's clock; < 0: none */
+	double next_scan, last_scan;
+	double next_beat;
+	double lost_deadline;
+	double limit_end;
+	bool limit_fired;
+
+	/* the plan handed to the caller */
+	struct msg_node *plan_nodes;
+	int *plan_members;
+	char *master_addr;
+	int master_port;
+	char plan_message[512];
+};
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static void say(struct coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+say(struct coord *c, const char *fmt, ...)
 {
-	struct gather g = { 0 };
-	cJSON *plan = cJSON_CreateObject(), *nodes, *members;
-	char msg[512];
-	char *text = NULL;
-	const char *addr0 = NULL;
-	int blocked = 0, port = j->o->master_port;
-	bool *bad = calloc((size_t)j->size, sizeof(*bad));
-	cJSON *infos = cJSON_CreateArray();
+	char line[1024];
+	va_list ap;
 
-	if (!plan || !bad || !infos || gather_init(&g, j->size) < 0)
-		goto out;
-	for (int r = 0; r < j->size; r++)
-		if (gather_add(&g, r, peer_gather_get(pg, r), j->cfg->gather_timeout_s) < 0)
-			goto out;
-	gather_consistency(&g);
-	for (int r = 0; r < j->size; r++) {
-		enum verdict v = gather_node_verdict(&g.nodes[r]);
-
-		/* a node that sent nothing cannot be planned for, pre-check or not */
-		bad[r] = !g.nodes[r].arrived || (j->o->precheck && v >= j->o->precheck_level);
-		blocked += bad[r];
-	}
-	if (j->o->precheck && j->ev) {
-		int rc = gather_write_events(&g, j->ev);
-
-		if (rc < 0)
-			LOG_ERR("cannot write events to %s: %s", j->o->events, strerror(-rc));
-	}
-	nodes = cJSON_AddArrayToObject(plan, "nodes");
-	members = cJSON_AddArrayToObject(plan, "members");
-	for (int r = 0; nodes && members && r < j->size; r++) {
-		cJSON *n = cJSON_CreateObject();
-		const char *payload = peer_gather_get(pg, r);
-		cJSON *info = payload ? cJSON_Parse(payload) : NULL;
-
-		cJSON_AddItemToArray(nodes, n);
-		cJSON_AddStringToObject(n, "host", g.nodes[r].node);
-		cJSON_AddStringToObject(n, "addr", job_str(info, "addr", "127.0.0.1"));
-		cJSON_AddNumberToObject(n, "slots", job_num(info, "slots", 0));
-		if (!bad[r]) {
-			cJSON_AddItemToArray(members, cJSON_CreateNumber(r));
-			if (!addr0)
-				addr0 = cJSON_GetObjectItem(n, "addr")->valuestring;
-		}
-		cJSON_AddItemToArray(infos, info ? info : cJSON_CreateNull());
-	}
-	if (blocked) {
-		/* The pre-check said no somewhere: say so once, here, for every node. */
-		size_t len = 0;
-		FILE *f = open_memstream(&text, &len);
-		bool elastic = j->o->min_nodes > 0 && j->size - blocked >= j->o->min_nodes;
-
-		if (f) {
-			gather_print(f, &g, j->o->verbose);
-			fclose(f);
-			log_say("%s", text);
-			free(text);
-			text = NULL;
-		}
-		for (int r = 0; r < j->size; r++)
-			if (bad[r] && j->faulty)
-				j->faulty[r] = true;
-		if (elastic) {
-			/* the platform's elastic training: start on the healthy nodes */
-			log_say("vigil: %d of %d node%s not ready: starting on the %d healthy node%s "
-			        "(--min-nodes %d)\n", blocked, j->size, j->size == 1 ? "" : "s",
-			        j->size - blocked, j->size - blocked == 1 ? "" : "s", j->o->min_nodes);
-		} else {
-			if (j->o->min_nodes > 0)
-				snprintf(msg, sizeof(msg), "%d of %d node%s not ready, fewer than --min-nodes %d "
-				         "healthy: not starting the training", blocked, j->size,
-				         j->size == 1 ? "" : "s", j->o->min_nodes);
-			else
-				snprintf(msg, sizeof(msg), "%d of %d node%s not ready (pre-check failed or "
-				         "no report): not starting the training", blocked, j->size,
-				         j->size == 1 ? "" : "s");
-			log_say("vigil: %s\n", msg);
-			cJSON_AddBoolToObject(plan, "go", false);
-			cJSON_AddNumberToObject(plan, "exit_code", VIGIL_EXIT_UNHEALTHY);
-			cJSON_AddStringToObject(plan, "message", msg);
-			goto print;
-		}
-	}
-	if (port <= 0) {
-		port = job_free_port();
-		if (port < 0) {
-			LOG_ERR("cannot find a free port for MASTER_PORT: %s", strerror(-port));
-			cJSON_AddBoolToObject(plan, "go", false);
-			cJSON_AddNumberToObject(plan, "exit_code", VIGIL_EXIT_INTERNAL);
-			goto print;
-		}
-	}
-	cJSON_AddBoolToObject(plan, "go", true);
-	cJSON_AddStringToObject(plan, "master_addr", j->o->master_addr ? j->o->master_addr :
-	                        addr0 ? addr0 : "127.0.0.1");
-	cJSON_AddNumberToObject(plan, "master_port", port);
-print:
-	text = cJSON_PrintUnformatted(plan);
-out:
-	gather_free(&g);
-	cJSON_Delete(plan);
-	cJSON_Delete(infos);
-	free(bad);
-	return text;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (c->ops.say)
+		c->ops.say(c->ops.arg, line);
 }
 
-/* ---- the coordinator ---------------------------------------------------- */
-
-static void finish(struct job *j);
-static void restart_all(struct job *j);
-
-/* COMMAND to every rank whose training still runs (self included). */
 static void
-command_running(struct job *j, const char *command, const char *why)
+event(struct coord *c, int rank, const char *kind, const char *severity, const char *msg,
+      cJSON *details)
 {
-	cJSON *c = cJSON_CreateObject();
+	if (c->ops.event)
+		c->ops.event(c->ops.arg, coord_host(c, rank), rank, kind, severity, msg, details);
+	else
+		cJSON_Delete(details);
+}
+
+static void
+send_text(struct coord *c, int rank, enum msg_kind kind, const char *text)
+{
+	if (text && c->ops.send)
+		(void)c->ops.send(c->ops.arg, rank, kind, text);
+}
+
+static const char *
+plural(long n)
+{
+	return n == 1 ? "" : "s";
+}
+
+static void
+free_tail(struct cnode *n)
+{
+	for (int i = 0; i < n->ntail; i++)
+		free(n->tail[i]);
+	free(n->tail);
+	n->tail = NULL;
+	n->ntail = 0;
+}
+
+/* Forget RANK's result (a new attempt); a lost rank stays lost and counted. */
+static void
+clear_result(struct coord *c, struct cnode *n)
+{
+	if (n->tail)
+		c->ntails--;
+	free_tail(n);
+	free(n->error);
+	n->error = NULL;
+	n->reported = n->lost;
+	n->have_result = false;
+	n->idle = false;
+	n->exit_code = n->signal = n->agent_signal = 0;
+	n->seconds = 0;
+}
+
+/* ---- the state machine ------------------------------------------------------ */
+
+static void enter(struct coord *c, enum coord_phase p, double now);
+
+static bool
+step(struct coord *c, enum coord_event ev, double now)
+{
+	for (size_t i = 0; i < sizeof(transitions) / sizeof(transitions[0]); i++) {
+		const struct transition *t = &transitions[i];
+
+		if (t->event == ev && t->from == c->phase) {
+			c->phase = t->to;
+			enter(c, t->to, now);
+			return true;
+		}
+	}
+	(void)event_names;  /* for a debugger's eyes: the event that was refused */
+	return false;
+}
+
+/* COMMAND to every rank whose training still runs (itself included). */
+static void
+command_running(struct coord *c, enum msg_command_kind cmd, const char *why)
+{
+	struct msg m = { .kind = MSG_COMMAND };
 	char *text;
 
-	cJSON_AddStringToObject(c, "command", command);
-	cJSON_AddStringToObject(c, "reason", why);
-	text = cJSON_PrintUnformatted(c);
-	cJSON_Delete(c);
-	for (int r = 0; text && r < j->size; r++)
-		if (!j->results[r].have)
-			(void)peer_send(j->p, r, PEER_TAG_COMMAND, text);
+	m.u.command.command = cmd;
+	m.u.command.reason = why;
+	text = msg_encode(&m);
+	for (int r = 0; text && r < c->n; r++)
+		if (!c->nodes[r].reported)
+			send_text(c, r, MSG_COMMAND, text);
 	free(text);
 }
 
-static long
-on_lost_timeout(struct loop *l, void *arg)
-{
-	struct job *j = arg;
+static void restart_all(struct coord *c, double now);
 
-	(void)l;
-	j->lost_timer = NULL;
-	for (int r = 0; r < j->size; r++) {
-		if (j->results[r].have)
-			continue;
-		LOG_ERR("rank %d did not report after it was told to stop", r);
-		j->results[r].have = j->results[r].lost = true;
-		j->faulty[r] = true;
-		j->nresults++;
+static void
+enter(struct coord *c, enum coord_phase p, double now)
+{
+	switch (p) {
+	case COORD_CHECKPOINTING:
+		say(c, "vigil: checkpoint: %s", c->end_reason);
+		command_running(c, MSG_CMD_CHECKPOINT, c->end_reason);
+		event(c, c->o.self, VIGIL_EVENT_CHECKPOINT, VIGIL_SEVERITY_WARNING, c->end_reason,
+		      NULL);
+		c->lost_deadline = now + c->o.grace_s + STOP_AFTER_CKPT_S + LOST_AFTER_STOP_S;
+		break;
+	case COORD_STOPPING:
+		command_running(c, MSG_CMD_STOP, c->end_reason);
+		event(c, c->o.self, VIGIL_EVENT_STOP, VIGIL_SEVERITY_WARNING, c->end_reason, NULL);
+		c->lost_deadline = now + c->o.grace_s + LOST_AFTER_STOP_S;
+		break;
+	case COORD_RESTARTING:
+		c->lost_deadline = -1;
+		restart_all(c, now);
+		break;
+	case COORD_FINISHING:
+	case COORD_DONE:
+		c->lost_deadline = -1;
+		break;
+	case COORD_RUNNING:
+		break;
 	}
-	j->clean = false;
-	if (j->restarting)
-		restart_all(j);
-	else
-		finish(j);
-	return LOOP_NOMORE;
 }
 
-/* Bound the wait for the results of trainings that were told to end. */
+/* Every rank reported or is lost: the attempt is over. */
 static void
-arm_lost_timer(struct job *j, double seconds)
+maybe_all_reported(struct coord *c, double now)
 {
-	loop_del_timer(j->loop, j->lost_timer);
-	j->lost_timer = loop_add_timer(j->loop, (long)(seconds * 1000), on_lost_timeout, j);
+	if (c->nreported < c->n || c->phase >= COORD_RESTARTING)
+		return;
+	step(c, c->restart_wanted ? EV_AGAIN : EV_REPORTED, now);
 }
 
 static void
-command_stop(struct job *j, const char *why)
+set_reason(struct coord *c, const char *why)
 {
-	if (j->job_stopping)
-		return;
-	j->job_stopping = true;
-	command_running(j, "stop", why);
-	job_event(j, j->node, j->rank, VIGIL_EVENT_STOP, VIGIL_SEVERITY_WARNING, why, NULL);
-	arm_lost_timer(j, j->o->grace_s + LOST_AFTER_STOP_S);
+	if (why != c->end_reason)
+		snprintf(c->end_reason, sizeof(c->end_reason), "%s", why);
 }
 
-/*
- * Every healthy node's training saves: the checkpoint signal, the grace,
- * then TERM and KILL.  CODE is the job's end (81 requeue, 83 expired), or 0
- * when the training starts again afterwards (elastic).
- */
-void
-coord_checkpoint(struct job *j, const char *why, int code)
+/* Every healthy training saves; CODE is how the job then ends (0: it starts again). */
+static void
+checkpoint(struct coord *c, const char *why, int code, double now)
 {
-	if (j->checkpointing || j->job_stopping)
+	if (c->phase != COORD_RUNNING)
 		return;
-	j->checkpointing = true;
-	j->end_code = code;
-	snprintf(j->end_reason, sizeof(j->end_reason), "%s", why);
-	log_say("vigil: checkpoint: %s\n", why);
-	command_running(j, "checkpoint", why);
-	job_event(j, j->node, j->rank, VIGIL_EVENT_CHECKPOINT, VIGIL_SEVERITY_WARNING, why, NULL);
-	arm_lost_timer(j, j->o->grace_s + STOP_AFTER_CKPT_MS / 1000.0 + LOST_AFTER_STOP_S);
+	c->end_code = code;
+	set_reason(c, why);
+	step(c, EV_CHECKPOINT, now);
+}
+
+/* Every training ends; a reason given earlier stays (it explains the end). */
+static void
+stop(struct coord *c, const char *why, double now)
+{
+	if (c->phase != COORD_RUNNING && c->phase != COORD_CHECKPOINTING)
+		return;
+	if (!c->end_reason[0])
+		set_reason(c, why);
+	step(c, EV_STOP, now);
 }
 
 static int
-healthy_members(const struct job *j)
+healthy_members(const struct coord *c)
 {
 	int n = 0;
 
-	for (int r = 0; r < j->size; r++)
-		n += j->in_attempt[r] && !j->faulty[r];
+	for (int r = 0; r < c->n; r++)
+		n += c->nodes[r].member && !c->nodes[r].faulty && !c->nodes[r].lost;
 	return n;
 }
 
-/* A node is faulty or lost: what to do about it, per the options. */
+/* RANK is faulty or lost: what to do about it, per the options. */
 static void
-node_trouble(struct job *j, int rank, const char *why)
+trouble(struct coord *c, int rank, const char *why, double now)
 {
-	j->faulty[rank] = true;
-	if (j->o->resume) {
-		coord_checkpoint(j, why, VIGIL_EXIT_REQUEUE);
-	} else if (j->o->min_nodes > 0 && j->in_attempt[rank] &&
-	           healthy_members(j) >= j->o->min_nodes) {
-		/* elastic: save, then go on without that node */
-		if (!j->checkpointing)
-			j->restarting = true;
-		coord_checkpoint(j, why, 0);
-	} else if (j->results[rank].lost) {
-		/* nobody can wait for a lost node: end the job */
-		if (!j->end_code)
-			j->end_code = VIGIL_EXIT_INTERNAL;
-		snprintf(j->end_reason, sizeof(j->end_reason), "%s", why);
-		command_stop(j, why);
+	struct cnode *n = &c->nodes[rank];
+
+	n->faulty = true;
+	if (c->o.resume) {
+		checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
+	} else if (c->o.min_nodes > 0 && n->member && healthy_members(c) >= c->o.min_nodes) {
+		/* elastic (弹性训练): save, then go on without that node */
+		if (c->phase == COORD_RUNNING)
+			c->restart_wanted = true;
+		checkpoint(c, why, 0, now);
+	} else if (n->lost) {
+		/* nobody can wait for a lost node: the job ends */
+		if (!c->end_code)
+			c->end_code = VIGIL_EXIT_INTERNAL;
+		snprintf(c->end_reason, sizeof(c->end_reason), "%s", why);
+		stop(c, why, now);
 	} else {
-		LOG_WARN("%s (neither --resume nor --min-nodes: the training goes on)", why);
+		say(c, "vigil: %s (neither --resume nor --min-nodes: the training goes on)", why);
 	}
 }
 
-/* Heartbeats: a node silent for --heartbeat-timeout is lost. */
-long
-coord_on_hbcheck(struct loop *l, void *arg)
+/* ---- the plan ----------------------------------------------------------------- */
+
+struct coord *
+coord_new(const struct coord_opts *o, const struct coord_ops *ops, double now)
 {
-	struct job *j = arg;
-	double now = job_now();
+	struct coord *c;
 
-	(void)l;
-	if (j->finished)
-		return LOOP_NOMORE;
-	for (int r = 1; r < j->size; r++) {
-		struct node_result *nr = &j->results[r];
-		char why[512];
-		cJSON *d;
-
-		if (nr->have || now - j->last_seen[r] < j->o->heartbeat_timeout_s)
-			continue;
-		nr->have = nr->lost = true;
-		j->nresults++;
-		snprintf(why, sizeof(why), "%s (rank %d) lost: no heartbeat for %.1f s",
-		         job_str(cJSON_GetArrayItem(cJSON_GetObjectItem(j->plan, "nodes"), r), "host", "?"),
-		         r, now - j->last_seen[r]);
-		snprintf(nr->node, sizeof(nr->node), "%s",
-		         job_str(cJSON_GetArrayItem(cJSON_GetObjectItem(j->plan, "nodes"), r), "host", "?"));
-		log_say("vigil: %s\n", why);
-		d = cJSON_CreateObject();
-		cJSON_AddNumberToObject(d, "silent_s", now - j->last_seen[r]);
-		job_event(j, nr->node, r, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, d);
-		j->clean = false;  /* MPI_Finalize would wait on it */
-		node_trouble(j, r, why);
+	if (!o || !ops || o->size < 1 || o->size > MSG_RANK_MAX || o->self < 0 ||
+	    o->self >= o->size) {
+		errno = EINVAL;
+		return NULL;
 	}
-	if (j->nresults == j->size && !j->finished) {
-		if (j->restarting)
-			restart_all(j);
-		else
-			finish(j);
-		return LOOP_NOMORE;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->o = *o;
+	c->ops = *ops;
+	c->n = o->size;
+	c->t0 = now;
+	c->first_fail = -1;
+	c->next_scan = c->last_scan = c->next_beat = c->lost_deadline = c->limit_end = -1;
+	c->nodes = calloc((size_t)c->n, sizeof(*c->nodes));
+	c->attempts = cJSON_CreateArray();
+	if (!c->nodes || !c->attempts) {
+		coord_free(c);
+		errno = ENOMEM;
+		return NULL;
 	}
-	return (long)(j->o->heartbeat_s * 500);
+	return c;
 }
 
-/* The time limit (minus the lead, to save first) has come. */
-long
-coord_on_time_limit(struct loop *l, void *arg)
-{
-	struct job *j = arg;
-
-	(void)l;
-	if (j->o->resume) {
-		coord_checkpoint(j, "the time limit is near", VIGIL_EXIT_EXPIRED);
-	} else {
-		j->end_code = VIGIL_EXIT_EXPIRED;
-		snprintf(j->end_reason, sizeof(j->end_reason), "the time limit was reached");
-		command_stop(j, "the time limit was reached");
-	}
-	return LOOP_NOMORE;
-}
-
-/* A node's note: inspection findings, or a checkpoint signal it received. */
 void
-coord_take_note(struct job *j, int rank, const char *text)
+coord_free(struct coord *c)
 {
-	cJSON *o = cJSON_Parse(text);
-	const cJSON *f, *x;
+	if (!c)
+		return;
+	for (int r = 0; c->nodes && r < c->n; r++) {
+		free(c->nodes[r].host);
+		free(c->nodes[r].addr);
+		free(c->nodes[r].error);
+		free_tail(&c->nodes[r]);
+	}
+	free(c->nodes);
+	cJSON_Delete(c->attempts);
+	free(c->plan_nodes);
+	free(c->plan_members);
+	free(c->master_addr);
+	free(c);
+}
+
+int
+coord_set_node(struct coord *c, int rank, const char *addr, int slots)
+{
+	struct cnode *n;
+	char *copy;
+
+	if (rank < 0 || rank >= c->n)
+		return -EINVAL;
+	n = &c->nodes[rank];
+	copy = strdup(addr && *addr ? addr : "127.0.0.1");
+	if (!copy)
+		return -ENOMEM;
+	free(n->addr);
+	n->addr = copy;
+	n->slots = slots > 0 ? slots : 0;
+	return 0;
+}
+
+/* The pre-check's summary for people, as gather_print() words it. */
+static void
+say_gather(struct coord *c, const struct gather *g)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return;
+	gather_print(f, g, c->o.verbose);
+	if (fclose(f) == 0 && len > 0) {
+		if (text[len - 1] == '\n')
+			text[len - 1] = '\0';
+		say(c, "%s", text);
+	}
+	free(text);
+}
+
+static void
+no_go(struct coord *c, int code, const char *msg, double now, struct msg_plan *plan)
+{
+	say(c, "vigil: %s", msg);
+	snprintf(c->plan_message, sizeof(c->plan_message), "%s", msg);
+	snprintf(c->end_reason, sizeof(c->end_reason), "%s", msg);
+	c->end_code = code;
+	plan->go = false;
+	plan->exit_code = code;
+	plan->message = c->plan_message;
+	step(c, EV_NOGO, now);
+}
+
+/* Which ranks may run: every rank, with its host and whether the pre-check let it. */
+static int
+take_reports(struct coord *c, const struct gather *g, double now, int *blocked)
+{
+	*blocked = 0;
+	for (int r = 0; r < c->n; r++) {
+		struct cnode *n = &c->nodes[r];
+		const struct gather_node *gn = r < g->n ? &g->nodes[r] : NULL;
+		bool arrived = gn && gn->arrived;
+		enum verdict v = gn ? gather_node_verdict(gn) : VERDICT_FAIL;
+		char *host = strdup(gn && gn->node ? gn->node : "?");
+
+		if (!host)
+			return -ENOMEM;
+		free(n->host);
+		n->host = host;
+		if (!n->addr && coord_set_node(c, r, NULL, 0) < 0)
+			return -ENOMEM;
+		n->last_seen = now;
+		/* a node that sent nothing cannot be planned for, pre-check or not */
+		n->member = arrived && !(c->o.precheck && v >= c->o.precheck_level);
+		n->faulty = !n->member;
+		*blocked += !n->member;
+		if (!arrived) {
+			/* Never heard: maybe hung, so nobody may wait for it in
+			 * MPI_Finalize, and no result will come from it. */
+			n->lost = n->reported = true;
+			c->nlost++;
+			c->nreported++;
+			c->never_arrived = true;
+		}
+	}
+	return 0;
+}
+
+/* Fill PLAN's nodes and members from the records. */
+static int
+fill_plan(struct coord *c, struct msg_plan *plan)
+{
+	int k = 0;
+
+	free(c->plan_nodes);
+	free(c->plan_members);
+	c->plan_nodes = calloc((size_t)c->n, sizeof(*c->plan_nodes));
+	c->plan_members = calloc((size_t)c->n, sizeof(*c->plan_members));
+	if (!c->plan_nodes || !c->plan_members)
+		return -ENOMEM;
+	for (int r = 0; r < c->n; r++) {
+		c->plan_nodes[r].host = c->nodes[r].host;
+		c->plan_nodes[r].addr = c->nodes[r].addr;
+		c->plan_nodes[r].slots = c->nodes[r].slots;
+		if (c->nodes[r].member)
+			c->plan_members[k++] = r;
+	}
+	plan->nodes = c->plan_nodes;
+	plan->nnodes = c->n;
+	plan->members = c->plan_members;
+	plan->nmembers = k;
+	return 0;
+}
+
+/* MASTER_ADDR: --master-addr, else the first member's address. */
+static int
+choose_master(struct coord *c)
+{
+	const char *addr = c->o.master_addr;
+	char *copy;
+
+	for (int r = 0; !addr && r < c->n; r++)
+		if (c->nodes[r].member && !c->nodes[r].lost)
+			addr = c->nodes[r].addr;
+	copy = strdup(addr ? addr : "127.0.0.1");
+	if (!copy)
+		return -ENOMEM;
+	free(c->master_addr);
+	c->master_addr = copy;
+	return 0;
+}
+
+int
+coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan *plan)
+{
+	char msg[512];
+	int blocked, rc, port;
+
+	memset(plan, 0, sizeof(*plan));
+	c->phase = COORD_RUNNING;
+	rc = take_reports(c, g, now, &blocked);
+	if (rc == 0)
+		rc = fill_plan(c, plan);
+	if (rc < 0)
+		return rc;
+	plan->finalize = !c->never_arrived;
+	if (blocked) {
+		/* The pre-check said no somewhere: say so once, here, for every node. */
+		bool elastic = c->o.min_nodes > 0 && c->n - blocked >= c->o.min_nodes;
+
+		say_gather(c, g);
+		if (!elastic) {
+			if (c->o.min_nodes > 0)
+				snprintf(msg, sizeof(msg), "%d of %d node%s not ready, fewer than "
+				         "--min-nodes %d healthy: not starting the training", blocked,
+				         c->n, plural(c->n), c->o.min_nodes);
+			else
+				snprintf(msg, sizeof(msg), "%d of %d node%s not ready (pre-check failed "
+				         "or no report): not starting the training", blocked, c->n,
+				         plural(c->n));
+			no_go(c, VIGIL_EXIT_UNHEALTHY, msg, now, plan);
+			return 0;
+		}
+		/* the platform's elastic training: start on the healthy nodes */
+		say(c, "vigil: %d of %d node%s not ready: starting on the %d healthy node%s "
+		    "(--min-nodes %d)", blocked, c->n, plural(c->n), c->n - blocked,
+		    plural(c->n - blocked), c->o.min_nodes);
+	}
+	port = c->o.master_port > 0 ? c->o.master_port
+	                            : c->ops.free_port ? c->ops.free_port(c->ops.arg) : -ENOSYS;
+	if (port < 0) {
+		snprintf(msg, sizeof(msg), "cannot find a free port for MASTER_PORT: %s",
+		         strerror(-port));
+		no_go(c, VIGIL_EXIT_INTERNAL, msg, now, plan);
+		return 0;
+	}
+	if (choose_master(c) < 0)
+		return -ENOMEM;
+	c->master_port = port;
+	plan->go = true;
+	plan->master_addr = c->master_addr;
+	plan->master_port = port;
+	c->last_scan = now;
+	c->next_scan = now + c->o.heartbeat_s / 2;
+	c->next_beat = now + c->o.heartbeat_s;
+	return 0;
+}
+
+void
+coord_set_time_limit(struct coord *c, double end)
+{
+	c->limit_end = end;
+}
+
+/* ---- what the nodes say --------------------------------------------------------- */
+
+void
+coord_heard(struct coord *c, int rank, double now)
+{
+	if (rank >= 0 && rank < c->n && !c->nodes[rank].lost)
+		c->nodes[rank].last_seen = now;
+}
+
+/* Keep what the result says; the tail only for a failure, and only so many. */
+static int
+record_result(struct coord *c, struct cnode *n, const struct msg_result *r)
+{
+	n->reported = n->have_result = true;
+	n->idle = r->idle;
+	n->exit_code = r->exit_code;
+	n->signal = r->signal;
+	n->agent_signal = r->agent_signal;
+	n->seconds = r->seconds;
+	free(n->error);
+	n->error = r->error ? strdup(r->error) : NULL;
+	if ((r->exit_code || r->error) && r->ntail > 0 && c->ntails < TAILS_KEPT) {
+		n->tail = calloc((size_t)r->ntail, sizeof(*n->tail));
+		for (int i = 0; n->tail && i < r->ntail; i++)
+			if ((n->tail[n->ntail] = strdup(r->tail[i])))
+				n->ntail++;
+		if (n->tail)
+			c->ntails++;
+	}
+	return r->error && !n->error ? -ENOMEM : 0;
+}
+
+/* The event for a training that ended. */
+static void
+exit_event(struct coord *c, int rank)
+{
+	const struct cnode *n = &c->nodes[rank];
+	cJSON *d = cJSON_CreateObject();
+	char msg[128];
+
+	cJSON_AddNumberToObject(d, "exit_code", n->exit_code);
+	cJSON_AddNumberToObject(d, "attempt", c->restarts);
+	if (n->signal)
+		cJSON_AddStringToObject(d, "signal", sig_name(n->signal));
+	if (n->error)
+		cJSON_AddStringToObject(d, "error", n->error);
+	snprintf(msg, sizeof(msg), "training ended with status %d", n->exit_code);
+	event(c, rank, VIGIL_EVENT_EXIT, n->exit_code ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_INFO,
+	      msg, d);
+}
+
+/* The first training to fail: restart, checkpoint (--resume) or stop. */
+static void
+first_failure(struct coord *c, int rank, double now)
+{
+	const struct cnode *n = &c->nodes[rank];
+	char why[512];
+
+	c->first_fail = rank;
+	if (n->agent_signal && !n->exit_code)
+		snprintf(why, sizeof(why), "%s (rank %d) was told to stop (%s)", n->host, rank,
+		         sig_name(n->agent_signal));
+	else if (n->signal)
+		snprintf(why, sizeof(why), "%s (rank %d): the training was killed by %s", n->host,
+		         rank, sig_name(n->signal));
+	else
+		snprintf(why, sizeof(why), "%s (rank %d): the training exited with status %d",
+		         n->host, rank, n->exit_code);
+	/* fault restart (故障重启): again, everywhere, up to --restart times */
+	if (c->o.restart_max > c->restarts && !n->agent_signal && !n->error && !c->end_code) {
+		c->restart_wanted = true;
+		snprintf(c->end_reason, sizeof(c->end_reason), "%s", why);
+	}
+	stop(c, why, now);
+}
+
+void
+coord_result(struct coord *c, int rank, const struct msg_result *r, double now)
+{
+	struct cnode *n;
+
+	if (rank < 0 || rank >= c->n || c->phase >= COORD_RESTARTING)
+		return;
+	n = &c->nodes[rank];
+	coord_heard(c, rank, now);
+	if (n->reported)
+		return;  /* one result per attempt; a lost rank's is too late */
+	(void)record_result(c, n, r);
+	c->nreported++;
+	if (!n->idle)
+		exit_event(c, rank);
+	/* While checkpointing, trainings end because they were told to. */
+	if ((n->exit_code || n->agent_signal) && c->first_fail < 0 &&
+	    c->phase != COORD_CHECKPOINTING)
+		first_failure(c, rank, now);
+	maybe_all_reported(c, now);
+}
+
+/* One inspection finding: an event, a line, and whether it is a fault. */
+static bool
+take_finding(struct coord *c, int rank, const char *node, const struct msg_finding *f,
+             char *why, size_t whylen)
+{
+	bool fail = f->verdict == VERDICT_FAIL;
+	char msg[512];
+	cJSON *d = cJSON_CreateObject();
+
+	snprintf(msg, sizeof(msg), "%s %s: %s", f->what, f->device, f->evidence);
+	cJSON_AddStringToObject(d, "what", f->what);
+	cJSON_AddStringToObject(d, "device", f->device);
+	cJSON_AddStringToObject(d, "verdict", verdict_name(f->verdict));
+	cJSON_AddStringToObject(d, "evidence", f->evidence);
+	if (c->ops.event)
+		c->ops.event(c->ops.arg, node, rank, VIGIL_EVENT_FAULT,
+		             fail ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_WARNING, msg, d);
+	else
+		cJSON_Delete(d);
+	say(c, "vigil: %s (rank %d): %s%s", node, rank, fail ? "fault: " : "warning: ", msg);
+	if (fail)
+		snprintf(why, whylen, "%.100s (rank %d): %.380s", node, rank, msg);
+	return fail;
+}
+
+void
+coord_note(struct coord *c, int rank, const struct msg_note *nt, double now)
+{
 	const char *node;
 	char why[512];
 	bool fault = false;
 
-	if (!o)
+	if (rank < 0 || rank >= c->n)
 		return;
-	node = job_str(o, "node", "?");
-	if (cJSON_GetObjectItemCaseSensitive(o, "signal")) {
-		snprintf(why, sizeof(why), "%s reached %s (rank %d)",
-		         sig_name((int)job_num(o, "signal", 0)), node, rank);
-		coord_checkpoint(j, why, VIGIL_EXIT_REQUEUE);
+	coord_heard(c, rank, now);
+	node = c->nodes[rank].host ? c->nodes[rank].host : nt->node;
+	if (nt->signal) {
+		/* The batch system's warning (Slurm --signal, forwarded by
+		 * mpirun to every rank): every node checkpoints, once. */
+		snprintf(why, sizeof(why), "%s reached %s (rank %d)", sig_name(nt->signal), node,
+		         rank);
+		checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
 	}
-	f = cJSON_GetObjectItemCaseSensitive(o, "findings");
-	cJSON_ArrayForEach(x, f) {
-		bool fail = strcmp(job_str(x, "verdict", ""), "fail") == 0;
-		char msg[512];
+	for (int i = 0; i < nt->nfindings; i++) {
+		char w[512];
 
-		snprintf(msg, sizeof(msg), "%s %s: %s", job_str(x, "what", "?"),
-		         job_str(x, "device", "?"), job_str(x, "evidence", ""));
-		job_event(j, node, rank, VIGIL_EVENT_FAULT,
-		           fail ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_WARNING, msg,
-		           cJSON_Duplicate(x, 1));
-		log_say("vigil: %s (rank %d): %s%s\n", node, rank, fail ? "fault: " : "warning: ", msg);
-		if (fail && !fault) {
+		if (take_finding(c, rank, node, &nt->findings[i], w, sizeof(w)) && !fault) {
 			fault = true;
-			snprintf(why, sizeof(why), "%.100s (rank %d): %.380s", node, rank, msg);
+			memcpy(why, w, sizeof(why));
 		}
 	}
 	if (fault)
-		node_trouble(j, rank, why);
-	cJSON_Delete(o);
+		trouble(c, rank, why, now);
 }
 
 void
-coord_take_result(struct job *j, int rank, const char *text)
+coord_alert(struct coord *c, int rank, const char *message, double now)
 {
-	struct node_result *nr = &j->results[rank];
-	cJSON *o = cJSON_Parse(text);
-	char why[512];
+	char why[400];
 
-	if (!o || nr->have) {
-		cJSON_Delete(o);
+	if (!c->o.perf_reschedule || rank < 0 || rank >= c->n || c->phase != COORD_RUNNING)
+		return;
+	/* reschedule: save and requeue away from the node named */
+	snprintf(why, sizeof(why), "performance: %.300s", message);
+	c->nodes[rank].faulty = true;
+	checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
+}
+
+/* ---- time ------------------------------------------------------------------------ */
+
+/* RANK is silent past the timeout. */
+static void
+declare_lost(struct coord *c, int rank, double now)
+{
+	struct cnode *n = &c->nodes[rank];
+	char why[512];
+	cJSON *d = cJSON_CreateObject();
+
+	n->lost = true;
+	c->nlost++;
+	if (!n->reported) {
+		n->reported = true;
+		c->nreported++;
+	}
+	snprintf(why, sizeof(why), "%s (rank %d) lost: no heartbeat for %.1f s", n->host, rank,
+	         now - n->last_seen);
+	say(c, "vigil: %s", why);
+	cJSON_AddNumberToObject(d, "silent_s", now - n->last_seen);
+	event(c, rank, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, d);
+	if (n->have_result) {
+		/* Its training had ended; the agent is gone before the job's
+		 * end.  Avoided next time, and nobody may wait for it in
+		 * MPI_Finalize, but the training's outcome stands. */
+		n->faulty = true;
 		return;
 	}
-	nr->have = true;
-	j->nresults++;
-	snprintf(nr->node, sizeof(nr->node), "%s", job_str(o, "node", "?"));
-	nr->idle = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "idle"));
-	nr->exit_code = (int)job_num(o, "exit_code", VIGIL_EXIT_INTERNAL);
-	nr->signal = (int)job_num(o, "signal", 0);
-	nr->agent_signal = (int)job_num(o, "agent_signal", 0);
-	nr->seconds = job_num(o, "seconds", 0);
-	snprintf(nr->error, sizeof(nr->error), "%s", job_str(o, "error", ""));
-	cJSON_Delete(nr->tail);
-	nr->tail = cJSON_DetachItemFromObjectCaseSensitive(o, "stderr_tail");
-	cJSON_Delete(o);
+	trouble(c, rank, why, now);
+}
 
-	if (!nr->idle) {
-		cJSON *d = cJSON_CreateObject();
-		char msg[512];
+/*
+ * Every other node fell silent at once: the network that failed is more
+ * likely this node's than everyone else's (the nodes that still see each
+ * other decide without it, see node.c).  The coordinator blames nobody
+ * else, names itself, and ends its own part: its training checkpoints
+ * (--resume) or stops, and the job ends when it has.
+ */
+static void
+isolated(struct coord *c, int silent, double now)
+{
+	struct cnode *self = &c->nodes[c->o.self];
+	cJSON *d = cJSON_CreateObject();
 
-		cJSON_AddNumberToObject(d, "exit_code", nr->exit_code);
-		cJSON_AddNumberToObject(d, "attempt", j->restarts);
-		if (nr->signal)
-			cJSON_AddStringToObject(d, "signal", sig_name(nr->signal));
-		if (nr->error[0])
-			cJSON_AddStringToObject(d, "error", nr->error);
-		snprintf(msg, sizeof(msg), "training ended with status %d", nr->exit_code);
-		job_event(j, nr->node, rank, VIGIL_EVENT_EXIT,
-		           nr->exit_code ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_INFO, msg, d);
-	}
-	/* While checkpointing, trainings end because they were told to. */
-	if ((nr->exit_code != 0 || nr->agent_signal) && j->first_fail < 0 && !j->checkpointing) {
-		j->first_fail = rank;
-		if (nr->agent_signal && !nr->exit_code)
-			snprintf(why, sizeof(why), "%s (rank %d) was told to stop (%s)", nr->node,
-			         rank, sig_name(nr->agent_signal));
-		else if (nr->signal)
-			snprintf(why, sizeof(why), "%s (rank %d): the training was killed by %s",
-			         nr->node, rank, sig_name(nr->signal));
-		else
-			snprintf(why, sizeof(why), "%s (rank %d): the training exited with status %d",
-			         nr->node, rank, nr->exit_code);
-		/* fault restart (故障重启): again, everywhere, up to --restart times */
-		if (j->o->restart_max > j->restarts && !nr->agent_signal && !nr->error[0] &&
-		    !j->end_code) {
-			j->restarting = true;
-			snprintf(j->end_reason, sizeof(j->end_reason), "%s", why);
+	snprintf(c->end_reason, sizeof(c->end_reason), "%s (rank %d), the coordinator, lost "
+	         "contact with all %d other nodes at once: it is the node cut off", self->host,
+	         c->o.self, silent);
+	say(c, "vigil: %s", c->end_reason);
+	cJSON_AddNumberToObject(d, "silent_nodes", silent);
+	event(c, c->o.self, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, c->end_reason, d);
+	self->faulty = true;
+	for (int r = 0; r < c->n; r++) {
+		struct cnode *n = &c->nodes[r];
+
+		if (r == c->o.self || n->lost)
+			continue;
+		n->lost = true;
+		c->nlost++;
+		if (!n->reported) {
+			n->reported = true;
+			c->nreported++;
 		}
-		command_stop(j, why);
 	}
-	if (j->nresults == j->size) {
-		if (j->restarting)
-			restart_all(j);
-		else
-			finish(j);
+	if (c->o.resume) {
+		checkpoint(c, c->end_reason, VIGIL_EXIT_REQUEUE, now);
+	} else {
+		c->end_code = VIGIL_EXIT_INTERNAL;
+		stop(c, c->end_reason, now);
 	}
 }
 
-/* Every node reported: start the training again (restart, elastic). */
-static void
-restart_all(struct job *j)
+/*
+ * The heartbeat scan.  The coordinator judges silence only when it was
+ * itself on time: a gap since the last scan longer than this means it
+ * was stopped or starved, and what looks like silence may be messages it
+ * has not read yet.
+ */
+static double
+stall_limit(const struct coord *c)
 {
-	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(j->plan, "nodes");
-	cJSON *cmd, *members, *a;
-	const char *addr = NULL;
-	char *text, msg[512];
-	int port, nmembers = 0;
-	bool crash = j->first_fail >= 0;
+	double a = 2 * c->o.heartbeat_s, b = c->o.heartbeat_timeout_s / 2;
 
-	loop_del_timer(j->loop, j->lost_timer);
-	j->lost_timer = NULL;
-	j->restarting = false;
-	/* what ended this attempt, for the report */
-	a = cJSON_CreateObject();
-	cJSON_AddNumberToObject(a, "attempt", j->restarts);
-	cJSON_AddStringToObject(a, "ended_by", j->end_reason);
-	if (crash) {
-		cJSON_AddStringToObject(a, "node", j->results[j->first_fail].node);
-		cJSON_AddNumberToObject(a, "rank", j->first_fail);
-		cJSON_AddNumberToObject(a, "exit_code", j->results[j->first_fail].exit_code);
-	}
-	cJSON_AddItemToArray(j->attempts, a);
+	return a < b ? a : b;
+}
 
-	for (int r = 0; r < j->size; r++) {
-		j->in_attempt[r] = j->in_attempt[r] && !j->faulty[r] && !j->results[r].lost;
-		nmembers += j->in_attempt[r];
+static void
+scan(struct coord *c, double now)
+{
+	int live = 0, silent = 0;
+
+	if (c->last_scan >= 0 && now - c->last_scan > stall_limit(c)) {
+		cJSON *d = cJSON_CreateObject();
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "the coordinator was stalled for %.1f s: every node gets "
+		         "a fresh %.0f s before it is judged", now - c->last_scan,
+		         c->o.heartbeat_timeout_s);
+		say(c, "vigil: %s", msg);
+		cJSON_AddNumberToObject(d, "stalled_s", now - c->last_scan);
+		event(c, c->o.self, VIGIL_EVENT_STALL, VIGIL_SEVERITY_WARNING, msg, d);
+		for (int r = 0; r < c->n; r++)
+			coord_heard(c, r, now);
 	}
-	if (nmembers == 0 || (j->o->min_nodes > 0 && nmembers < j->o->min_nodes)) {
-		log_say("vigil: cannot start again: %d healthy node%s left%s\n", nmembers,
-		        nmembers == 1 ? "" : "s", j->o->min_nodes > 0 ? ", fewer than --min-nodes" : "");
-		if (!j->end_code && !crash)
-			j->end_code = VIGIL_EXIT_INTERNAL;
-		finish(j);
+	c->last_scan = now;
+	for (int r = 0; r < c->n; r++) {
+		const struct cnode *n = &c->nodes[r];
+
+		if (r == c->o.self || n->lost)
+			continue;
+		live++;
+		silent += now - n->last_seen >= c->o.heartbeat_timeout_s;
+	}
+	if (silent == 0)
+		return;
+	/* With one other node nobody can tell whose network failed: the
+	 * coordinator's view stands. */
+	if (silent == live && live >= 2) {
+		isolated(c, silent, now);
 		return;
 	}
-	port = job_free_port();
-	if (port < 0)
-		port = (int)job_num(j->plan, "master_port", 0);
-	j->restarts++;
-	cmd = cJSON_CreateObject();
-	cJSON_AddStringToObject(cmd, "command", "restart");
-	cJSON_AddNumberToObject(cmd, "attempt", j->restarts);
-	cJSON_AddNumberToObject(cmd, "master_port", port);
-	members = cJSON_AddArrayToObject(cmd, "members");
-	for (int r = 0; r < j->size; r++) {
-		if (!j->in_attempt[r])
+	for (int r = 0; r < c->n; r++) {
+		struct cnode *n = &c->nodes[r];
+
+		if (r == c->o.self || n->lost || now - n->last_seen < c->o.heartbeat_timeout_s)
 			continue;
-		cJSON_AddItemToArray(members, cJSON_CreateNumber(r));
-		if (!addr)
-			addr = job_str(cJSON_GetArrayItem(nodes, r), "addr", "127.0.0.1");
+		declare_lost(c, r, now);
 	}
-	cJSON_AddStringToObject(cmd, "master_addr", j->o->master_addr ? j->o->master_addr : addr);
-	text = cJSON_PrintUnformatted(cmd);
-	cJSON_Delete(cmd);
+}
 
-	snprintf(msg, sizeof(msg), "starting the training again (attempt %d) on %d node%s after: %.400s",
-	         j->restarts, nmembers, nmembers == 1 ? "" : "s", j->end_reason);
-	log_say("vigil: %s\n", msg);
-	job_event(j, j->node, j->rank, VIGIL_EVENT_RESTART, VIGIL_SEVERITY_WARNING, msg, NULL);
+/* The wait for trainings told to end is over: who has not reported is lost. */
+static void
+results_overdue(struct coord *c)
+{
+	for (int r = 0; r < c->n; r++) {
+		struct cnode *n = &c->nodes[r];
 
-	/* a fresh attempt: every live node reports again */
-	j->nresults = 0;
-	for (int r = 0; r < j->size; r++) {
-		struct node_result *nr = &j->results[r];
-
-		if (nr->lost) {
-			j->nresults++;
+		if (n->reported)
 			continue;
-		}
-		cJSON_Delete(nr->tail);
-		memset(nr, 0, sizeof(*nr));
-		if (text)
-			(void)peer_send(j->p, r, PEER_TAG_COMMAND, text);
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s (rank %d) did not report within %.0f s of being "
+		         "told to end its training", n->host, r, c->o.grace_s + LOST_AFTER_STOP_S);
+		say(c, "vigil: %s", why);
+		event(c, r, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, NULL);
+		n->lost = n->reported = n->faulty = true;
+		c->nlost++;
+		c->nreported++;
+	}
+}
+
+static void
+time_limit(struct coord *c, double now)
+{
+	c->limit_fired = true;
+	if (c->o.resume) {
+		checkpoint(c, "the time limit is near", VIGIL_EXIT_EXPIRED, now);
+	} else if (c->phase == COORD_RUNNING || c->phase == COORD_CHECKPOINTING) {
+		c->end_code = VIGIL_EXIT_EXPIRED;
+		snprintf(c->end_reason, sizeof(c->end_reason), "the time limit was reached");
+		step(c, EV_STOP, now);
+	}
+}
+
+static double
+limit_due(const struct coord *c)
+{
+	if (c->limit_end < 0 || c->limit_fired)
+		return -1;
+	return c->o.resume ? c->limit_end - c->o.ckpt_lead_s : c->limit_end;
+}
+
+/* The coordinator's own heartbeat: every node watches for it (node.c). */
+static void
+beat(struct coord *c)
+{
+	for (int r = 0; r < c->n; r++)
+		if (r != c->o.self && !c->nodes[r].lost)
+			send_text(c, r, MSG_HEARTBEAT, "{}");
+}
+
+static double
+earliest(double a, double b)
+{
+	if (a < 0)
+		return b;
+	if (b < 0)
+		return a;
+	return a < b ? a : b;
+}
+
+double
+coord_tick(struct coord *c, double now)
+{
+	double due;
+
+	if (c->phase >= COORD_RESTARTING)
+		return -1;
+	due = limit_due(c);
+	if (due >= 0 && now >= due)
+		time_limit(c, now);
+	if (c->n > 1 && c->next_beat >= 0 && now >= c->next_beat) {
+		beat(c);
+		c->next_beat = now + c->o.heartbeat_s;
+	}
+	if (c->n > 1 && c->next_scan >= 0 && now >= c->next_scan) {
+		scan(c, now);
+		c->next_scan = now + c->o.heartbeat_s / 2;
+	}
+	if (c->lost_deadline >= 0 && now >= c->lost_deadline) {
+		c->lost_deadline = -1;
+		results_overdue(c);
+	}
+	maybe_all_reported(c, now);
+	if (c->phase >= COORD_RESTARTING)
+		return -1;
+	due = earliest(c->lost_deadline, limit_due(c));
+	if (c->n > 1)
+		due = earliest(due, earliest(c->next_scan, c->next_beat));
+	return due;
+}
+
+/* ---- starting again ------------------------------------------------------------------ */
+
+/* What ended the attempt, for the report. */
+static void
+record_attempt(struct coord *c)
+{
+	cJSON *a = cJSON_CreateObject();
+
+	if (!a)
+		return;
+	cJSON_AddNumberToObject(a, "attempt", c->restarts);
+	cJSON_AddStringToObject(a, "ended_by", c->end_reason);
+	if (c->first_fail >= 0) {
+		const struct cnode *n = &c->nodes[c->first_fail];
+
+		cJSON_AddStringToObject(a, "node", n->host);
+		cJSON_AddNumberToObject(a, "rank", c->first_fail);
+		cJSON_AddNumberToObject(a, "exit_code", n->exit_code);
+	}
+	cJSON_AddItemToArray(c->attempts, a);
+}
+
+/* The restart command for the next attempt; NULL on ENOMEM. */
+static char *
+restart_command(struct coord *c, int nmembers)
+{
+	struct msg m = { .kind = MSG_COMMAND };
+	int *members = calloc((size_t)nmembers, sizeof(*members)), k = 0;
+	char *text;
+
+	if (!members)
+		return NULL;
+	for (int r = 0; r < c->n; r++)
+		if (c->nodes[r].member)
+			members[k++] = r;
+	m.u.command.command = MSG_CMD_RESTART;
+	m.u.command.attempt = c->restarts;
+	m.u.command.master_addr = c->master_addr;
+	m.u.command.master_port = c->master_port;
+	m.u.command.members = members;
+	m.u.command.nmembers = k;
+	text = msg_encode(&m);
+	free(members);
+	return text;
+}
+
+static void
+restart_all(struct coord *c, double now)
+{
+	bool crash = c->first_fail >= 0;
+	int nmembers = 0, port;
+	char *text;
+
+	record_attempt(c);
+	for (int r = 0; r < c->n; r++) {
+		struct cnode *n = &c->nodes[r];
+
+		n->member = n->member && !n->faulty && !n->lost;
+		nmembers += n->member;
+	}
+	if (nmembers == 0 || (c->o.min_nodes > 0 && nmembers < c->o.min_nodes)) {
+		say(c, "vigil: cannot start again: %d healthy node%s left%s", nmembers,
+		    plural(nmembers), c->o.min_nodes > 0 ? ", fewer than --min-nodes" : "");
+		if (!c->end_code && !crash)
+			c->end_code = VIGIL_EXIT_INTERNAL;
+		step(c, EV_EXHAUSTED, now);
+		return;
+	}
+	port = c->ops.free_port ? c->ops.free_port(c->ops.arg) : -ENOSYS;
+	if (port > 0 && c->o.master_port <= 0)
+		c->master_port = port;
+	c->restarts++;
+	if (choose_master(c) < 0) {
+		step(c, EV_EXHAUSTED, now);
+		return;
+	}
+	text = restart_command(c, nmembers);
+	say(c, "vigil: starting the training again (attempt %d) on %d node%s after: %.400s",
+	    c->restarts, nmembers, plural(nmembers), c->end_reason);
+	{
+		char msg[600];
+
+		snprintf(msg, sizeof(msg), "starting the training again (attempt %d) on %d node%s "
+		         "after: %.400s", c->restarts, nmembers, plural(nmembers), c->end_reason);
+		event(c, c->o.self, VIGIL_EVENT_RESTART, VIGIL_SEVERITY_WARNING, msg, NULL);
+	}
+	/* a fresh attempt: every live rank reports again */
+	c->nreported = 0;
+	for (int r = 0; r < c->n; r++) {
+		struct cnode *n = &c->nodes[r];
+
+		clear_result(c, n);
+		c->nreported += n->reported;
+		if (!n->lost)
+			send_text(c, r, MSG_COMMAND, text);
 	}
 	free(text);
-	j->first_fail = -1;
-	j->job_stopping = false;
-	j->checkpointing = false;
-	j->end_code = 0;
-	j->end_reason[0] = '\0';
+	c->first_fail = -1;
+	c->end_code = 0;
+	c->end_reason[0] = '\0';
+	c->restart_wanted = false;
+	step(c, EV_RESTARTED, now);
+}
+
+/* ---- the end ----------------------------------------------------------------------- */
+
+enum coord_phase
+coord_phase(const struct coord *c)
+{
+	return c->phase;
 }
 
 const char *
-coord_state(const struct job *j)
+coord_phase_name(enum coord_phase p)
 {
-	if (j->end_code == VIGIL_EXIT_EXPIRED)
+	return (unsigned)p <= COORD_DONE ? phase_names[p] : "?";
+}
+
+/* A member of the last attempt was lost: its part of the training never ended. */
+static bool
+member_lost(const struct coord *c)
+{
+	for (int r = 0; r < c->n; r++)
+		if (c->nodes[r].member && c->nodes[r].lost && !c->nodes[r].have_result)
+			return true;
+	return false;
+}
+
+const char *
+coord_state(const struct coord *c)
+{
+	if (c->phase < COORD_FINISHING)
+		return VIGIL_STATE_RUNNING;
+	if (c->end_code == VIGIL_EXIT_EXPIRED)
 		return VIGIL_STATE_EXPIRED;
-	for (int r = 0; r < j->size; r++)
-		if (j->results[r].have && j->results[r].agent_signal)
+	for (int r = 0; r < c->n; r++)
+		if (c->nodes[r].have_result && c->nodes[r].agent_signal)
 			return VIGIL_STATE_STOPPED;
-	if (j->end_code == VIGIL_EXIT_REQUEUE) {
-		for (int r = 0; r < j->size; r++)
-			if (j->faulty[r])
+	if (c->end_code == VIGIL_EXIT_REQUEUE) {
+		for (int r = 0; r < c->n; r++)
+			if (c->nodes[r].faulty && c->nodes[r].member)
 				return VIGIL_STATE_ERROR;
 		return VIGIL_STATE_STOPPED;  /* the batch system asked */
 	}
-	if (j->first_fail >= 0 || j->end_code)
+	if (c->first_fail >= 0 || c->end_code || member_lost(c))
 		return VIGIL_STATE_ERROR;
-	for (int r = 0; r < j->size; r++)
-		if (j->results[r].lost)
-			return VIGIL_STATE_ERROR;
 	return VIGIL_STATE_SUCCEEDED;
 }
 
-static int
-job_exit_code(const struct job *j)
+int
+coord_exit_code(const struct coord *c)
 {
-	if (j->end_code == VIGIL_EXIT_REQUEUE && j->o->max_resumes >= 0 &&
-	    j->resumes_done >= j->o->max_resumes)
+	if (c->end_code == VIGIL_EXIT_REQUEUE && c->o.max_resumes >= 0 &&
+	    c->o.resumes_done >= c->o.max_resumes)
 		return VIGIL_EXIT_NO_REQUEUE;  /* 最大续训次数 reached */
-	if (j->end_code)
-		return j->end_code;
-	if (j->first_fail >= 0) {
-		const struct node_result *nr = &j->results[j->first_fail];
+	if (c->end_code)
+		return c->end_code;
+	if (c->first_fail >= 0) {
+		const struct cnode *n = &c->nodes[c->first_fail];
 
-		if (nr->exit_code)
-			return nr->exit_code;
-		if (nr->agent_signal)
-			return 128 + nr->agent_signal;
+		if (n->exit_code)
+			return n->exit_code;
+		if (n->agent_signal)
+			return 128 + n->agent_signal;
 	}
-	for (int r = 0; r < j->size; r++)
-		if (j->results[r].lost)
-			return VIGIL_EXIT_INTERNAL;
+	if (member_lost(c))
+		return VIGIL_EXIT_INTERNAL;
 	return 0;
 }
 
-/* The name of RANK's node, from the plan. */
 const char *
-coord_host(const struct job *j, int rank)
+coord_host(const struct coord *c, int rank)
 {
-	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(j->plan, "nodes");
-
-	return job_str(cJSON_GetArrayItem(nodes, rank), "host", "?");
+	if (rank < 0 || rank >= c->n || !c->nodes[rank].host)
+		return "?";
+	return c->nodes[rank].host;
 }
 
-static void
-write_report(struct job *j, const char *state, int code)
+bool
+coord_lost(const struct coord *c, int rank)
 {
-	cJSON *r = cJSON_CreateObject(), *nodes, *cmd;
-	char ts[32];
-	char *text;
-	int rc;
+	return rank >= 0 && rank < c->n && c->nodes[rank].lost;
+}
 
-	if (!r)
-		return;
-	events_timestamp(ts, sizeof(ts));
-	cJSON_AddStringToObject(r, "state", state);
-	cJSON_AddNumberToObject(r, "exit_code", code);
-	cJSON_AddStringToObject(r, "mode", mode_name(j->o->mode));
-	cmd = cJSON_AddArrayToObject(r, "command");
-	for (int i = 0; cmd && j->o->cmd[i]; i++)
-		cJSON_AddItemToArray(cmd, cJSON_CreateString(j->o->cmd[i]));
-	cJSON_AddStringToObject(r, "ended", ts);
-	cJSON_AddNumberToObject(r, "seconds", job_now() - j->t0);
-	cJSON_AddNumberToObject(r, "nodes_total", j->size);
-	nodes = cJSON_AddArrayToObject(r, "nodes");
-	for (int k = 0; nodes && k < j->size; k++) {
-		const struct node_result *nr = &j->results[k];
-		cJSON *n = cJSON_CreateObject();
+bool
+coord_faulty(const struct coord *c, int rank)
+{
+	return rank >= 0 && rank < c->n && c->nodes[rank].faulty;
+}
 
-		cJSON_AddItemToArray(nodes, n);
-		cJSON_AddStringToObject(n, "node", coord_host(j, k));
-		cJSON_AddNumberToObject(n, "rank", k);
-		if (!nr->have || nr->lost) {
-			cJSON_AddStringToObject(n, "state", "lost");
+int
+coord_up(const struct coord *c)
+{
+	return c->n - c->nlost;
+}
+
+int
+coord_nlost(const struct coord *c)
+{
+	return c->nlost;
+}
+
+int
+coord_members(const struct coord *c)
+{
+	int n = 0;
+
+	for (int r = 0; r < c->n; r++)
+		n += c->nodes[r].member;
+	return n;
+}
+
+bool
+coord_finalize_safe(const struct coord *c)
+{
+	return c->nlost == 0 && !c->never_arrived;
+}
+
+double
+coord_hold(const struct coord *c)
+{
+	return coord_exit_code(c) != 0 ? c->o.hold_s : 0;
+}
+
+/* "n3 (rank 2) lost, n2 (rank 1) left out" for the nodes that did not train to the end. */
+static void
+left_out(const struct coord *c, char *buf, size_t len)
+{
+	size_t used = 0;
+	int named = 0, more = 0;
+
+	buf[0] = '\0';
+	for (int r = 0; r < c->n; r++) {
+		const struct cnode *n = &c->nodes[r];
+		int w;
+
+		if (n->member)
+			continue;
+		if (named == NAMES_IN_LINE) {
+			more++;
 			continue;
 		}
-		cJSON_AddStringToObject(n, "state", nr->idle ? "idle" :
-		                        nr->exit_code ? VIGIL_STATE_ERROR : VIGIL_STATE_SUCCEEDED);
-		cJSON_AddNumberToObject(n, "exit_code", nr->exit_code);
-		if (nr->signal)
-			cJSON_AddStringToObject(n, "signal", sig_name(nr->signal));
-		if (nr->error[0])
-			cJSON_AddStringToObject(n, "error", nr->error);
-		cJSON_AddNumberToObject(n, "seconds", nr->seconds);
-		if (nr->tail)
-			cJSON_AddItemToObject(n, "stderr_tail", cJSON_Duplicate(nr->tail, 1));
+		w = snprintf(buf + used, len - used, "%s%s (rank %d) %s", used ? ", " : "", n->host,
+		             r, n->lost ? "lost" : "left out");
+		if (w < 0 || used + (size_t)w >= len)
+			break;
+		used += (size_t)w;
+		named++;
 	}
-	if (j->end_reason[0])
-		cJSON_AddStringToObject(r, "reason", j->end_reason);
-	{
-		cJSON *fn = cJSON_AddArrayToObject(r, "faulty_nodes");
+	if (more && used + 24 < len)
+		snprintf(buf + used, len - used, " (+%d more)", more);
+}
 
-		for (int k = 0; fn && k < j->size; k++)
-			if (j->faulty[k])
-				cJSON_AddItemToArray(fn, cJSON_CreateString(coord_host(j, k)));
-	}
-	cJSON_AddNumberToObject(r, "restarts", j->restarts);
-	if (j->hist) {
-		/* 性能检测: per-node medians, the slowest node, the alerts */
-		cJSON *perf = cJSON_AddObjectToObject(r, "performance");
-		cJSON *pn = cJSON_AddArrayToObject(perf, "nodes");
-		double worst = -1, tmp[PERF_HIST];
-		int slowest = -1;
+/* The one line that says how the job ended. */
+static void
+final_line(const struct coord *c, const char *state, int code, double now, char *msg,
+           size_t len)
+{
+	if (c->end_code) {
+		snprintf(msg, len, "job %s (exit %d%s): %.400s", state, code,
+		         code == VIGIL_EXIT_REQUEUE ? ", requeue" :
+		         code == VIGIL_EXIT_NO_REQUEUE ? ", resumes exhausted: do not requeue" : "",
+		         c->end_reason);
+	} else if (c->first_fail >= 0) {
+		const struct cnode *n = &c->nodes[c->first_fail];
 
-		cJSON_AddNumberToObject(perf, "iterations", (double)j->perf_base);
-		for (int k = 0; pn && k < j->size; k++) {
-			size_t n = j->nhist[k] < PERF_HIST ? j->nhist[k] : PERF_HIST;
-			cJSON *x;
-			double med;
-
-			if (n == 0)
-				continue;
-			memcpy(tmp, j->hist + (size_t)k * PERF_HIST, n * sizeof(double));
-			med = jobperf_median(tmp, n);
-			x = cJSON_CreateObject();
-			cJSON_AddStringToObject(x, "node", coord_host(j, k));
-			cJSON_AddNumberToObject(x, "rank", k);
-			cJSON_AddNumberToObject(x, "median_e2e_ms", med);
-			cJSON_AddNumberToObject(x, "samples", (double)n);
-			cJSON_AddItemToArray(pn, x);
-			if (med > worst) {
-				worst = med;
-				slowest = k;
-			}
-		}
-		if (slowest >= 0)
-			cJSON_AddStringToObject(perf, "slowest_node", coord_host(j, slowest));
-		else
-			cJSON_AddNullToObject(perf, "slowest_node");
-		cJSON_AddItemToObject(perf, "alerts", cJSON_Duplicate(j->alerts, 1));
-	}
-	cJSON_AddItemToObject(r, "attempts", cJSON_Duplicate(j->attempts, 1));
-	cJSON_AddNumberToObject(r, "resumes", j->resumes_done);
-	if (j->first_fail >= 0) {
-		const struct node_result *nr = &j->results[j->first_fail];
-		cJSON *ff = cJSON_AddObjectToObject(r, "first_failure");
-
-		cJSON_AddStringToObject(ff, "node", nr->node);
-		cJSON_AddNumberToObject(ff, "rank", j->first_fail);
-		cJSON_AddNumberToObject(ff, "exit_code", nr->exit_code);
-		if (nr->signal)
-			cJSON_AddStringToObject(ff, "signal", sig_name(nr->signal));
-		if (nr->error[0])
-			cJSON_AddStringToObject(ff, "error", nr->error);
-		if (nr->tail)
-			cJSON_AddItemToObject(ff, "stderr_tail", cJSON_Duplicate(nr->tail, 1));
+		snprintf(msg, len, "job %s: %s (rank %d) %s %d after %.1f s%s", state, n->host,
+		         c->first_fail, n->error ? "could not start the training, status" :
+		         "ended first, with status", code, n->seconds,
+		         c->restarts ? " (no restarts left)" : "");
 	} else {
-		cJSON_AddNullToObject(r, "first_failure");
+		int m = coord_members(c);
+		char out[400];
+
+		left_out(c, out, sizeof(out));
+		if (m == c->n)
+			snprintf(msg, len, "job %s on %d node%s in %.1f s", state, m, plural(m),
+			         now - c->t0);
+		else
+			snprintf(msg, len, "job %s on %d of %d nodes in %.1f s; %s", state, m, c->n,
+			         now - c->t0, out);
 	}
-	text = cJSON_Print(r);
-	cJSON_Delete(r);
-	if (!text)
-		return;
-	/* a reader (the batch script) never sees half a report */
-	rc = util_write_atomic_str(j->o->report, text, 0644);
-	if (rc < 0)
-		LOG_ERR("cannot write the report %s: %s", j->o->report, strerror(-rc));
-	free(text);
 }
 
 /* One message for a failure to start shared by many nodes, not one per node. */
 static void
-say_start_errors(const struct job *j)
+say_start_errors(struct coord *c)
 {
-	for (int r = 0; r < j->size; r++) {
-		const struct node_result *nr = &j->results[r];
+	for (int r = 0; r < c->n; r++) {
+		const struct cnode *n = &c->nodes[r];
 		int same = 0;
 		bool first = true;
 
-		if (!nr->have || !nr->error[0])
+		if (!n->have_result || !n->error)
 			continue;
-		for (int k = 0; k < j->size; k++) {
-			if (!j->results[k].have || strcmp(j->results[k].error, nr->error) != 0)
+		for (int k = 0; k < c->n; k++) {
+			if (!c->nodes[k].error || strcmp(c->nodes[k].error, n->error) != 0)
 				continue;
 			if (k < r)
 				first = false;
 			same++;
 		}
 		if (first)
-			log_say("vigil: %s (on %d of %d node%s)\n", nr->error, same, j->size,
-			        j->size == 1 ? "" : "s");
+			say(c, "vigil: %s (on %d of %d node%s)", n->error, same, c->n, plural(c->n));
 	}
 }
 
-/* Coordinator: every node reported (or the rest are lost).  End the job. */
+/* 调试终端: where to look, while the allocation is held. */
 static void
-finish(struct job *j)
+say_hold(struct coord *c)
 {
-	const char *state;
-	int code;
-	char msg[512];
-	cJSON *d, *fin;
-	char *text;
-	int rc;
+	say(c, "vigil: holding the allocation for %.0f s for debugging (SIGTERM ends it)",
+	    c->o.hold_s);
+	for (int r = 0; r < c->n; r++) {
+		const struct cnode *n = &c->nodes[r];
 
-	/* the iterations printed since the last reduction, and a last summary */
-	j->finishing = true;
-	jobperf_final(j);
-	if (j->have_iter && j->o->summary_s > 0)
-		jobperf_summary(j);
-	state = coord_state(j);
-	code = job_exit_code(j);
-
-	loop_del_timer(j->loop, j->lost_timer);
-	j->lost_timer = NULL;
-	say_start_errors(j);
-	if (j->end_code) {
-		snprintf(msg, sizeof(msg), "job %s (exit %d%s): %.400s", state, code,
-		         code == VIGIL_EXIT_REQUEUE ? ", requeue" :
-		         code == VIGIL_EXIT_NO_REQUEUE ? ", resumes exhausted: do not requeue" : "",
-		         j->end_reason);
-	} else if (j->first_fail >= 0) {
-		const struct node_result *nr = &j->results[j->first_fail];
-
-		snprintf(msg, sizeof(msg), "job %s: %s (rank %d) %s %d after %.1f s%s", state, nr->node,
-		         j->first_fail, nr->error[0] ? "could not start the training, status" :
-		         "ended first, with status", code, nr->seconds,
-		         j->restarts ? " (no restarts left)" : "");
-	} else {
-		snprintf(msg, sizeof(msg), "job %s on %d node%s in %.1f s", state, j->size,
-		         j->size == 1 ? "" : "s", job_now() - j->t0);
+		if (!n->faulty && !n->lost && !(n->have_result && n->exit_code))
+			continue;
+		if (c->o.job_id)
+			say(c, "vigil:   %s (rank %d): srun --jobid=%s -w %s --pty bash", n->host, r,
+			    c->o.job_id, n->host);
+		else
+			say(c, "vigil:   %s (rank %d): ssh %s", n->host, r, n->host);
 	}
-	log_say("vigil: %s\n", msg);
-	d = cJSON_CreateObject();
+}
+
+void
+coord_finish(struct coord *c, int cycles, double now)
+{
+	const char *state = coord_state(c);
+	int code = coord_exit_code(c);
+	struct msg m = { .kind = MSG_FINAL };
+	char msg[1024], *text;
+	cJSON *d = cJSON_CreateObject();
+
+	if (c->phase != COORD_FINISHING)
+		return;
+	say_start_errors(c);
+	final_line(c, state, code, now, msg, sizeof(msg));
+	say(c, "vigil: %s", msg);
 	cJSON_AddStringToObject(d, "state", state);
 	cJSON_AddNumberToObject(d, "exit_code", code);
-	job_event(j, j->node, j->rank, VIGIL_EVENT_JOB,
-	           strcmp(state, VIGIL_STATE_SUCCEEDED) ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_INFO,
-	           msg, d);
-	if (j->o->report)
-		write_report(j, state, code);
-	j->finished = true;  /* for the metrics' state */
-	jobperf_metrics(j, true);
-	if (j->o->exclude_file) {
-		/* for sbatch --exclude: the nodes to avoid next time, one a line */
-		size_t len = 0;
-		char *list = NULL;
-		FILE *f = open_memstream(&list, &len);
-
-		if (f) {
-			for (int r = 0; r < j->size; r++)
-				if (j->faulty[r])
-					fprintf(f, "%s\n", coord_host(j, r));
-			fclose(f);
-			rc = util_write_atomic_str(j->o->exclude_file, list ? list : "", 0644);
-			if (rc < 0)
-				LOG_ERR("cannot write %s: %s", j->o->exclude_file, strerror(-rc));
-			free(list);
-		}
-	}
-	if (code == VIGIL_EXIT_REQUEUE && j->o->state_file) {
-		char st[64];
-
-		snprintf(st, sizeof(st), "{\"resumes\": %d}\n", j->resumes_done + 1);
-		rc = util_write_atomic_str(j->o->state_file, st, 0644);
-		if (rc < 0)
-			LOG_ERR("cannot write %s: %s", j->o->state_file, strerror(-rc));
-	}
-	if (code != 0 && j->o->hold_s > 0) {
-		/* 调试终端: keep the allocation; say where the trouble is */
-		const char *jobid = getenv("SLURM_JOB_ID");
-
-		log_say("vigil: holding the allocation for %.0f s for debugging (SIGTERM ends it)\n",
-		        j->o->hold_s);
-		for (int r = 0; r < j->size; r++) {
-			const struct node_result *nr = &j->results[r];
-
-			if (!j->faulty[r] && !(nr->have && (nr->exit_code || nr->lost)))
-				continue;
-			if (jobid)
-				log_say("vigil:   %s (rank %d): srun --jobid=%s -w %s --pty bash\n",
-				        coord_host(j, r), r, jobid, coord_host(j, r));
-			else
-				log_say("vigil:   %s (rank %d): ssh %s\n", coord_host(j, r), r, coord_host(j, r));
-		}
-	}
-
-	fin = cJSON_CreateObject();
-	cJSON_AddNumberToObject(fin, "exit_code", code);
-	cJSON_AddStringToObject(fin, "state", state);
-	if (code != 0 && j->o->hold_s > 0)
-		cJSON_AddNumberToObject(fin, "hold", j->o->hold_s);
-	/* MPI_Finalize waits for every rank: with a node lost, nobody may
-	 * call it, or the healthy nodes would wait on the lost one. */
-	for (int r = 0; r < j->size; r++)
-		if (j->results[r].lost)
-			j->clean = false;
-	cJSON_AddBoolToObject(fin, "finalize", j->clean);
-	cJSON_AddNumberToObject(fin, "cycles", j->cycles_due);
-	text = cJSON_PrintUnformatted(fin);
-	cJSON_Delete(fin);
-	for (int r = 1; text && r < j->size; r++)
-		if (j->results[r].have && !j->results[r].lost)
-			(void)peer_send(j->p, r, PEER_TAG_FINAL, text);
+	event(c, c->o.self, VIGIL_EVENT_JOB,
+	      strcmp(state, VIGIL_STATE_SUCCEEDED) ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_INFO,
+	      msg, d);
+	if (code != 0 && c->o.hold_s > 0)
+		say_hold(c);
+	m.u.final.exit_code = code;
+	m.u.final.state = state;
+	m.u.final.finalize = coord_finalize_safe(c);
+	m.u.final.hold = coord_hold(c);
+	m.u.final.cycles = cycles;
+	text = msg_encode(&m);
+	for (int r = 0; text && r < c->n; r++)
+		if (r != c->o.self && !c->nodes[r].lost)
+			send_text(c, r, MSG_FINAL, text);
 	free(text);
-	j->exit_code = code;
-	j->hold = code != 0 ? j->o->hold_s : 0;
-	j->finished = true;
-	loop_stop(j->loop);
+	step(c, EV_FINISHED, now);
+}
+
+/* ---- the report -------------------------------------------------------------------- */
+
+static cJSON *
+tail_json(const struct cnode *n)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (int i = 0; a && i < n->ntail; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(n->tail[i]));
+	return a;
+}
+
+static cJSON *
+node_json(const struct coord *c, int r)
+{
+	const struct cnode *n = &c->nodes[r];
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "node", coord_host(c, r));
+	cJSON_AddNumberToObject(o, "rank", r);
+	if (!n->have_result) {
+		cJSON_AddStringToObject(o, "state", "lost");
+		return o;
+	}
+	cJSON_AddStringToObject(o, "state", n->idle ? "idle" :
+	                        n->exit_code ? VIGIL_STATE_ERROR : VIGIL_STATE_SUCCEEDED);
+	cJSON_AddNumberToObject(o, "exit_code", n->exit_code);
+	if (n->signal)
+		cJSON_AddStringToObject(o, "signal", sig_name(n->signal));
+	if (n->error)
+		cJSON_AddStringToObject(o, "error", n->error);
+	cJSON_AddNumberToObject(o, "seconds", n->seconds);
+	if (n->tail)
+		cJSON_AddItemToObject(o, "stderr_tail", tail_json(n));
+	return o;
+}
+
+static void
+first_failure_json(const struct coord *c, cJSON *r)
+{
+	const struct cnode *n;
+	cJSON *ff;
+
+	if (c->first_fail < 0) {
+		cJSON_AddNullToObject(r, "first_failure");
+		return;
+	}
+	n = &c->nodes[c->first_fail];
+	ff = cJSON_AddObjectToObject(r, "first_failure");
+	cJSON_AddStringToObject(ff, "node", coord_host(c, c->first_fail));
+	cJSON_AddNumberToObject(ff, "rank", c->first_fail);
+	cJSON_AddNumberToObject(ff, "exit_code", n->exit_code);
+	if (n->signal)
+		cJSON_AddStringToObject(ff, "signal", sig_name(n->signal));
+	if (n->error)
+		cJSON_AddStringToObject(ff, "error", n->error);
+	if (n->tail)
+		cJSON_AddItemToObject(ff, "stderr_tail", tail_json(n));
+}
+
+cJSON *
+coord_report(const struct coord *c, double now)
+{
+	cJSON *r = cJSON_CreateObject(), *nodes, *fn;
+
+	if (!r)
+		return NULL;
+	cJSON_AddStringToObject(r, "state", coord_state(c));
+	cJSON_AddNumberToObject(r, "exit_code", coord_exit_code(c));
+	cJSON_AddNumberToObject(r, "seconds", now - c->t0);
+	cJSON_AddNumberToObject(r, "nodes_total", c->n);
+	cJSON_AddNumberToObject(r, "nodes_trained", coord_members(c));
+	nodes = cJSON_AddArrayToObject(r, "nodes");
+	for (int k = 0; nodes && k < c->n; k++)
+		cJSON_AddItemToArray(nodes, node_json(c, k));
+	if (c->end_reason[0])
+		cJSON_AddStringToObject(r, "reason", c->end_reason);
+	fn = cJSON_AddArrayToObject(r, "faulty_nodes");
+	for (int k = 0; fn && k < c->n; k++)
+		if (c->nodes[k].faulty)
+			cJSON_AddItemToArray(fn, cJSON_CreateString(coord_host(c, k)));
+	cJSON_AddNumberToObject(r, "restarts", c->restarts);
+	cJSON_AddItemToObject(r, "attempts", cJSON_Duplicate(c->attempts, 1));
+	cJSON_AddNumberToObject(r, "resumes", c->o.resumes_done);
+	first_failure_json(c, r);
+	return r;
+}
+
+char *
+coord_exclude_list(const struct coord *c)
+{
+	size_t len = 1;
+	char *list, *p;
+
+	for (int r = 0; r < c->n; r++)
+		if (c->nodes[r].faulty)
+			len += strlen(coord_host(c, r)) + 1;
+	list = p = malloc(len);
+	if (!list)
+		return NULL;
+	for (int r = 0; r < c->n; r++)
+		if (c->nodes[r].faulty)
+			p += sprintf(p, "%s\n", coord_host(c, r));
+	*p = '\0';
+	return list;
 }

@@ -1,0 +1,112 @@
+/*
+ * jobperf.h - performance detection in `vigil run` (the platform's
+ * 性能检测): every node's timing lines reduced across nodes in lock step,
+ * and, on the coordinator, the policy, the alerts, the summary line, the
+ * metrics file and the report's performance section.
+ *
+ * Reductions run in lock step: the coordinator starts one every
+ * --perf-interval once its previous one completed (so every node had
+ * joined it) and tells the others (ops->tick, a "perf" command); a node
+ * starts one per tick it was told of, in order, after its previous one.
+ * Every node thus starts the same reductions; a stalled node only holds
+ * the next one back; at the end FINAL says how many there were, so each
+ * node can finish them before MPI_Finalize.
+ *
+ * An alert that should change the job (--perf-action reschedule) is
+ * handed back through ops->alert: the coordinator decides (coord.c).
+ */
+#ifndef VIGIL_JOBPERF_H
+#define VIGIL_JOBPERF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cJSON.h>
+
+#include "run.h"
+
+struct jobperf;
+struct peer;
+
+struct jobperf_ops {
+	/* Coordinator: a reduction starts; tell every live node.  Returns 0 or -errno. */
+	int (*tick)(void *arg);
+	/* Coordinator: an alert about RANK (MESSAGE: one line), after it was announced. */
+	void (*alert)(void *arg, int rank, const char *message);
+	/* Coordinator: RANK's node name (O(1)). */
+	const char *(*host)(void *arg, int rank);
+	/* Coordinator: an event (as coord_ops.event) and a line for people. */
+	void (*event)(void *arg, const char *node, int rank, const char *kind,
+	              const char *severity, const char *message, cJSON *details);
+	void (*say)(void *arg, const char *line);
+	void *arg;
+};
+
+/*
+ * Detection for RANK of SIZE, at time NOW (seconds, the loop's clock).
+ * The coordinator (rank 0) also keeps the policy and history.  NULL with
+ * errno on failure.
+ */
+struct jobperf *jobperf_new(const struct run_opts *o, struct peer *p, int rank, int size,
+                            const struct jobperf_ops *ops, double now);
+
+/*
+ * Free.  A reduction still in flight cannot be cancelled: its buffers
+ * are left to MPI until the process exits (then MPI_Finalize must not be
+ * called).  NULL is a no-op.
+ */
+void jobperf_free(struct jobperf *jp);
+
+/* A line of the training's output: timing lines feed this node's iterations. */
+void jobperf_line(struct jobperf *jp, const char *line, size_t len);
+
+/* Whether this node has timing lines to contribute in this attempt. */
+void jobperf_set_trains(struct jobperf *jp, bool trains);
+
+/* A node: the coordinator started a reduction (a "perf" command). */
+void jobperf_ticked(struct jobperf *jp);
+
+/* A node, at the end: the coordinator started CYCLES reductions in all. */
+void jobperf_set_due(struct jobperf *jp, int cycles);
+
+/*
+ * Once per loop turn: finish the reduction in flight, start the next one
+ * due.  On the coordinator, TICKING says whether the job still runs (new
+ * reductions start every --perf-interval).  Returns how soon (ms) it
+ * wants to run again, or -1 for no wish of its own.
+ */
+long jobperf_cycle(struct jobperf *jp, double now, bool ticking);
+
+/* Coordinator, at the end: one more reduction now, for the last iterations. */
+void jobperf_final(struct jobperf *jp);
+
+/* Nothing in flight and every reduction due started: MPI_Finalize may come. */
+bool jobperf_idle(const struct jobperf *jp);
+
+/* Reductions the coordinator started (for FINAL). */
+int jobperf_cycles(const struct jobperf *jp);
+
+/* Detection gave up (MPI refused a reduction): MPI's state is not to be trusted. */
+bool jobperf_broken(const struct jobperf *jp);
+
+/* Coordinator: the one-line summary and its event (when there is something to say). */
+void jobperf_summary(struct jobperf *jp);
+
+/*
+ * Coordinator: rewrite the --metrics file (at most once a second unless
+ * FORCE) with the job's STATE and its nodes UP and LOST.
+ */
+void jobperf_metrics(struct jobperf *jp, const char *state, unsigned up, unsigned lost,
+                     bool force, double now);
+
+/*
+ * Coordinator: a --notify command started for an alert is still running
+ * (the end of the job lets it finish, within a bound; jobperf_free()
+ * stops what is left).
+ */
+bool jobperf_notifying(const struct jobperf *jp);
+
+/* Coordinator: the report's "performance" object (caller owns); NULL on ENOMEM. */
+cJSON *jobperf_report(const struct jobperf *jp);
+
+#endif

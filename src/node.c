@@ -1,0 +1,917 @@
+/*
+ * node.c - this node's training: launch, output, signals, heartbeats,
+ * inspection, and its one result per attempt.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vigil.h"
+#include "child.h"
+#include "inspect.h"
+#include "linebuf.h"
+#include "log.h"
+#include "loop.h"
+#include "modes.h"
+#include "node.h"
+#include "output.h"
+#include "sig.h"
+
+extern char **environ;
+
+#define TAIL_LINES 20            /* stderr lines kept for the report */
+#define TAIL_LINE_MAX 512
+#define READ_CHUNK (128u << 10)  /* as cat reads; larger reads made the
+                                  * producer wait longer on the pipe lock */
+#define READS_PER_TURN 4         /* reads per wakeup before others get a turn */
+#define OUTPUT_CAP (1u << 20)    /* bytes of output held while our reader is slow */
+#define DRAIN_MS 2000            /* after the child exits, wait this long for EOF */
+#define STOP_AFTER_CKPT_MS 5000  /* TERM to KILL once the checkpoint's grace is over */
+#define SCAN_LINE_MAX 4096       /* timing lines are short; longer lines are cut for scanning */
+
+struct node {
+	struct node_opts o;
+	const struct run_opts *ro;
+	char *name;
+	struct loop *loop;
+	struct node_ops ops;
+
+	/* the plan: every rank's host and slots, and this attempt's members */
+	char **hosts;
+	int *slots;
+	int nranks;
+	int *members;
+	int nmembers;
+	char *master_addr;
+	int master_port;
+	char *job;
+	int attempt;
+	bool member;
+
+	/* this attempt's training */
+	struct mode_launch launch;
+	struct mode_node *mnodes;
+	struct child *child;
+	int cout, cerr;           /* the child's stdout/stderr read ends, -1 at EOF */
+	bool exited, stopping, ckpt_sent, result_sent;
+	int agent_signal;
+	char start_error[512];
+	int start_code;
+	struct loop_timer *kill_timer, *drain_timer, *ckpt_timer;
+
+	/* the training's output, for the whole job */
+	struct output *out, *err;
+	struct linebuf *errlines, *outlines;
+	char *tail[TAIL_LINES];
+	int ntail, tailnext;
+	bool said_lost;
+
+	/* heartbeats and the inspection */
+	bool started, quiet;
+	struct loop_timer *beat_timer, *inspect_timer;
+	struct inspect *insp;
+	char **reported;          /* findings already sent: "what device verdict" */
+	size_t nreported;
+};
+
+/* ---- messages to the coordinator -------------------------------------------- */
+
+static void
+send_msg(struct node *n, struct msg *m)
+{
+	char *text = msg_encode(m);
+	int rc;
+
+	if (!text) {
+		LOG_ERR("cannot encode a %s for the coordinator: %s", msg_kind_name(m->kind),
+		        strerror(errno));
+		return;
+	}
+	rc = n->ops.send(n->ops.arg, m->kind, text);
+	if (rc < 0)
+		LOG_ERR("cannot send a %s to the coordinator: %s", msg_kind_name(m->kind),
+		        strerror(-rc));
+	free(text);
+}
+
+/* How this attempt's training ended (or that this node ran none), once. */
+static void
+send_result(struct node *n, bool idle)
+{
+	struct msg m = { .kind = MSG_RESULT };
+	struct msg_result *r = &m.u.result;
+	const char *tail[TAIL_LINES];
+
+	if (n->result_sent)
+		return;
+	n->result_sent = true;
+	r->node = n->name;
+	r->attempt = n->attempt;
+	r->idle = idle;
+	r->seconds = (double)loop_now(n->loop) / 1000.0 - n->o.start;
+	r->agent_signal = n->agent_signal;
+	if (n->start_error[0]) {
+		r->exit_code = n->start_code;
+		r->error = n->start_error;
+		r->idle = false;
+	} else if (!idle) {
+		int st = child_wait_status(n->child);
+
+		r->exit_code = child_exit_code(st);
+		if (WIFSIGNALED(st))
+			r->signal = WTERMSIG(st);
+	}
+	for (int i = 0; i < n->ntail; i++)
+		tail[i] = n->tail[(n->tailnext - n->ntail + i + TAIL_LINES) % TAIL_LINES];
+	r->tail = tail;
+	r->ntail = n->ntail;
+	send_msg(n, &m);
+}
+
+/* ---- the training's output ------------------------------------------------------- */
+
+static void
+tail_line(struct node *n, const char *line, size_t len)
+{
+	char *copy;
+
+	if (len > TAIL_LINE_MAX)
+		len = TAIL_LINE_MAX;
+	copy = strndup(line, len);
+	if (!copy)
+		return;
+	free(n->tail[n->tailnext]);
+	n->tail[n->tailnext] = copy;
+	n->tailnext = (n->tailnext + 1) % TAIL_LINES;
+	if (n->ntail < TAIL_LINES)
+		n->ntail++;
+}
+
+static void
+out_line(const char *line, size_t len, bool truncated, void *arg)
+{
+	struct node *n = arg;
+
+	(void)truncated;
+	if (n->ops.line)
+		n->ops.line(n->ops.arg, line, len);
+}
+
+static void
+err_line(const char *line, size_t len, bool truncated, void *arg)
+{
+	tail_line(arg, line, len);
+	out_line(line, len, truncated, arg);
+}
+
+static void maybe_done(struct node *n);
+
+/* Our own stdout or stderr can take more: flush, and read the child again. */
+static void
+on_dest(struct loop *l, int fd, short revents, void *arg)
+{
+	struct node *n = arg;
+	struct output *o = fd == output_fd(n->out) ? n->out : n->err;
+	int cfd = o == n->out ? n->cout : n->cerr;
+	int rc;
+
+	(void)revents;
+	rc = output_flush(o);
+	if (rc <= 0)
+		loop_mod_fd(l, fd, 0);
+	if (rc < 0 && rc != -EPIPE)
+		LOG_ERR("cannot write the training's %s: %s", o == n->out ? "stdout" : "stderr",
+		        strerror(-rc));
+	/* Room again: read the child once more (back-pressure released). */
+	if (cfd >= 0 && output_room(o) > 0)
+		loop_mod_fd(l, cfd, POLLIN);
+}
+
+static void
+close_child_fd(struct node *n, int fd)
+{
+	loop_del_fd(n->loop, fd);
+	child_close_fd(n->child, fd);
+	if (fd == n->cerr) {
+		n->cerr = -1;
+		linebuf_flush(n->errlines, err_line, n);
+	}
+	if (fd == n->cout) {
+		n->cout = -1;
+		linebuf_flush(n->outlines, out_line, n);
+	}
+}
+
+static void
+on_child_fd(struct loop *l, int fd, short revents, void *arg)
+{
+	static char buf[READ_CHUNK];
+	struct node *n = arg;
+	struct output *o = fd == n->cout ? n->out : n->err;
+	int rc;
+
+	(void)revents;
+	/* Read again until the pipe is empty (EAGAIN), up to READS_PER_TURN
+	 * times: the training often writes more while we pass the last read
+	 * on, and each poll() that sleeps costs a wakeup.  The bound leaves
+	 * signals and MPI their turn. */
+	for (int i = 0; i < READS_PER_TURN; i++) {
+		size_t room = output_room(o);
+		ssize_t got;
+
+		if (room == 0) {
+			loop_mod_fd(l, fd, 0);  /* back-pressure: resumed by on_dest() */
+			return;
+		}
+		got = read(fd, buf, room < sizeof(buf) ? room : sizeof(buf));
+		if (got < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (got <= 0) {
+			/* EOF; a pty master reads EIO once the child side is closed */
+			close_child_fd(n, fd);
+			maybe_done(n);
+			return;
+		}
+		/* a copy for scanning; what passes through is untouched */
+		if (o == n->err)
+			linebuf_feed(n->errlines, buf, (size_t)got, err_line, n);
+		else
+			linebuf_feed(n->outlines, buf, (size_t)got, out_line, n);
+		rc = output_push(o, buf, (size_t)got);
+		if (rc < 0 && rc != -EAGAIN && rc != -EPIPE)
+			LOG_ERR("cannot pass the training's output on: %s; it is being lost",
+			        strerror(-rc));
+		if (output_pending(o))
+			loop_mod_fd(l, output_fd(o), POLLOUT);
+	}
+}
+
+/* Once per job: a restarted training writes to the same place. */
+static int
+open_outputs(struct node *n)
+{
+	char prefix[300];
+
+	if (n->out)
+		return 0;
+	n->out = output_new(STDOUT_FILENO, OUTPUT_CAP);
+	n->err = output_new(STDERR_FILENO, OUTPUT_CAP);
+	n->errlines = linebuf_new(TAIL_LINE_MAX);
+	n->outlines = linebuf_new(SCAN_LINE_MAX);
+	if (!n->out || !n->err || !n->errlines || !n->outlines)
+		return -ENOMEM;
+	if (n->ro->tag_output) {
+		snprintf(prefix, sizeof(prefix), "[%s:%d] ", n->name, n->o.rank);
+		if (output_set_prefix(n->out, prefix) < 0 || output_set_prefix(n->err, prefix) < 0)
+			return -ENOMEM;
+	}
+	if (!n->ro->output_all && n->o.rank != 0)
+		output_set_discard(n->out, true);
+	if (loop_add_fd(n->loop, STDOUT_FILENO, 0, on_dest, n) < 0 ||
+	    loop_add_fd(n->loop, STDERR_FILENO, 0, on_dest, n) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* ---- the end of this attempt's training ------------------------------------------ */
+
+/* The training is over on this node when it was reaped and its output ended. */
+static void
+maybe_done(struct node *n)
+{
+	if (!n->exited || n->cout >= 0 || n->cerr >= 0)
+		return;
+	loop_del_timer(n->loop, n->drain_timer);
+	loop_del_timer(n->loop, n->kill_timer);
+	loop_del_timer(n->loop, n->ckpt_timer);
+	n->drain_timer = n->kill_timer = n->ckpt_timer = NULL;
+	/* Nothing of the training may outlive it: helpers it left in its
+	 * group go too. */
+	(void)child_signal(n->child, SIGKILL);  /* -ESRCH when none is left */
+	send_result(n, false);
+}
+
+static long
+on_drain_timeout(struct loop *l, void *arg)
+{
+	struct node *n = arg;
+
+	(void)l;
+	/* Exited, but something it started still holds the output open. */
+	n->drain_timer = NULL;
+	(void)child_signal(n->child, SIGKILL);
+	if (n->cout >= 0)
+		close_child_fd(n, n->cout);
+	if (n->cerr >= 0)
+		close_child_fd(n, n->cerr);
+	maybe_done(n);
+	return LOOP_NOMORE;
+}
+
+static void
+on_child_exit(struct node *n)
+{
+	n->exited = true;
+	loop_del_timer(n->loop, n->kill_timer);
+	n->kill_timer = NULL;
+	if (n->cout >= 0 || n->cerr >= 0)
+		n->drain_timer = loop_add_timer(n->loop, DRAIN_MS, on_drain_timeout, n);
+	maybe_done(n);
+}
+
+static long
+on_kill_timeout(struct loop *l, void *arg)
+{
+	struct node *n = arg;
+
+	(void)l;
+	n->kill_timer = NULL;
+	if (n->child && !n->exited) {
+		LOG_WARN("the training did not end when told to: killing it");
+		(void)child_signal(n->child, SIGKILL);
+	}
+	return LOOP_NOMORE;
+}
+
+/* Stop this node's training: SIG to its group now, KILL after KILL_MS. */
+static void
+stop_after(struct node *n, int sig, long kill_ms)
+{
+	if (!n->child || n->exited) {
+		if (!n->child)
+			send_result(n, !n->start_error[0]);
+		return;
+	}
+	(void)child_signal(n->child, sig);
+	if (!n->stopping) {
+		n->stopping = true;
+		n->kill_timer = loop_add_timer(n->loop, kill_ms, on_kill_timeout, n);
+	}
+}
+
+/* ... KILL after the grace period. */
+static void
+stop(struct node *n, int sig)
+{
+	stop_after(n, sig, (long)(n->ro->grace_s * 1000));
+}
+
+/* The checkpoint's grace is over: the training saved or not, it stops now. */
+static long
+on_ckpt_grace(struct loop *l, void *arg)
+{
+	struct node *n = arg;
+
+	(void)l;
+	n->ckpt_timer = NULL;
+	if (n->child && !n->exited) {
+		LOG_WARN("the training did not exit within %.0f s of the checkpoint signal: "
+		         "stopping it", n->ro->grace_s);
+		stop_after(n, SIGTERM, STOP_AFTER_CKPT_MS);
+	}
+	return LOOP_NOMORE;
+}
+
+/* The checkpoint signal to the training's group, once per attempt. */
+static void
+checkpoint(struct node *n)
+{
+	if (!n->child || n->exited || n->ckpt_sent)
+		return;
+	n->ckpt_sent = true;
+	LOG_INFO("checkpoint: %s to the training", sig_name(n->ro->ckpt_signal));
+	(void)child_signal(n->child, n->ro->ckpt_signal);
+	n->ckpt_timer = loop_add_timer(n->loop, (long)(n->ro->grace_s * 1000), on_ckpt_grace, n);
+}
+
+/* ---- heartbeats and the inspection ------------------------------------------------ */
+
+static long
+on_heartbeat(struct loop *l, void *arg)
+{
+	struct node *n = arg;
+	struct msg m = { .kind = MSG_HEARTBEAT };
+
+	(void)l;
+	if (n->quiet) {
+		n->beat_timer = NULL;
+		return LOOP_NOMORE;
+	}
+	send_msg(n, &m);
+	return (long)(n->ro->heartbeat_s * 1000);
+}
+
+/* True when KEY was sent before (and remembers it). */
+static bool
+already_reported(struct node *n, const char *key)
+{
+	char **r;
+
+	for (size_t i = 0; i < n->nreported; i++)
+		if (strcmp(n->reported[i], key) == 0)
+			return true;
+	r = realloc(n->reported, (n->nreported + 1) * sizeof(*r));
+	if (!r)
+		return false;
+	n->reported = r;
+	n->reported[n->nreported] = strdup(key);
+	if (n->reported[n->nreported])
+		n->nreported++;
+	return false;
+}
+
+/* Every --inspect-interval: what is wrong now that was not before goes to
+ * the coordinator, which decides. */
+static long
+on_inspect(struct loop *l, void *arg)
+{
+	struct node *n = arg;
+	struct inspect_finding *f = NULL;
+	struct msg m = { .kind = MSG_NOTE };
+	struct msg_finding *mf;
+	size_t nf = 0;
+	int rc, k = 0;
+
+	(void)l;
+	if (n->quiet) {
+		n->inspect_timer = NULL;
+		return LOOP_NOMORE;
+	}
+	rc = inspect_run(n->insp, &f, &nf);
+	if (rc < 0) {
+		LOG_WARN("inspection failed: %s", strerror(-rc));
+		return (long)(n->ro->inspect_s * 1000);
+	}
+	mf = calloc(nf > 0 ? nf : 1, sizeof(*mf));
+	for (size_t i = 0; mf && i < nf; i++) {
+		char key[128];
+
+		snprintf(key, sizeof(key), "%s %s %s", f[i].what, f[i].device,
+		         verdict_name(f[i].verdict));
+		if (already_reported(n, key))
+			continue;
+		mf[k].what = f[i].what;
+		mf[k].device = f[i].device;
+		mf[k].verdict = f[i].verdict;
+		mf[k].evidence = f[i].evidence;
+		k++;
+	}
+	if (k > 0) {
+		m.u.note.node = n->name;
+		m.u.note.findings = mf;
+		m.u.note.nfindings = k;
+		send_msg(n, &m);
+	}
+	free(mf);
+	free(f);
+	return (long)(n->ro->inspect_s * 1000);
+}
+
+/* Heartbeats and inspection, once per job, with the first launch. */
+static int
+start_watching(struct node *n)
+{
+	int rc;
+
+	if (n->started)
+		return 0;
+	n->started = true;
+	if (n->o.heartbeat) {
+		n->beat_timer = loop_add_timer(n->loop, (long)(n->ro->heartbeat_s * 1000),
+		                               on_heartbeat, n);
+		if (!n->beat_timer)
+			return -ENOMEM;
+	}
+	if (n->ro->inspect_s > 0) {
+		rc = inspect_new(n->o.cfg, n->o.slots, n->o.nslots, n->ro->ckpt_dir, 0, &n->insp);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc < 0) {
+			LOG_WARN("no inspection on this node: %s", strerror(-rc));
+			return 0;
+		}
+		n->inspect_timer = loop_add_timer(n->loop, (long)(n->ro->inspect_s * 1000),
+		                                  on_inspect, n);
+		if (!n->inspect_timer)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* ---- the plan and the launch ------------------------------------------------------ */
+
+static void
+free_plan(struct node *n)
+{
+	for (int i = 0; n->hosts && i < n->nranks; i++)
+		free(n->hosts[i]);
+	free(n->hosts);
+	free(n->slots);
+	free(n->members);
+	free(n->master_addr);
+	free(n->job);
+	n->hosts = NULL;
+	n->slots = n->members = NULL;
+	n->master_addr = n->job = NULL;
+	n->nranks = n->nmembers = 0;
+}
+
+/* This attempt's members (copied) and master. */
+static int
+set_attempt(struct node *n, const int *members, int nmembers, const char *addr, int port)
+{
+	int *m = calloc(nmembers > 0 ? (size_t)nmembers : 1, sizeof(*m));
+	char *a = strdup(addr ? addr : "127.0.0.1");
+
+	if (!m || !a) {
+		free(m);
+		free(a);
+		return -ENOMEM;
+	}
+	memcpy(m, members, (size_t)nmembers * sizeof(*m));
+	free(n->members);
+	free(n->master_addr);
+	n->members = m;
+	n->nmembers = nmembers;
+	n->master_addr = a;
+	n->master_port = port;
+	return 0;
+}
+
+int
+node_take_plan(struct node *n, const struct msg_plan *p)
+{
+	free_plan(n);
+	n->hosts = calloc(p->nnodes > 0 ? (size_t)p->nnodes : 1, sizeof(*n->hosts));
+	n->slots = calloc(p->nnodes > 0 ? (size_t)p->nnodes : 1, sizeof(*n->slots));
+	n->job = strdup(p->job ? p->job : "0");
+	if (!n->hosts || !n->slots || !n->job)
+		return -ENOMEM;
+	n->nranks = p->nnodes;
+	for (int i = 0; i < p->nnodes; i++) {
+		n->hosts[i] = strdup(p->nodes[i].host);
+		if (!n->hosts[i])
+			return -ENOMEM;
+		n->slots[i] = p->nodes[i].slots;
+	}
+	return set_attempt(n, p->members, p->nmembers, p->master_addr, p->master_port);
+}
+
+/* The run directory: --run-dir, else $TMPDIR/vigil.JOB. */
+static void
+run_dir(const struct node *n, char *buf, size_t len)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (n->ro->run_dir)
+		snprintf(buf, len, "%s", n->ro->run_dir);
+	else
+		snprintf(buf, len, "%s/vigil.%s", tmp && *tmp ? tmp : "/tmp", n->job);
+}
+
+/*
+ * Build this node's launch for the current attempt: the training runs on
+ * the members, in member order; a node that is not a member runs nothing.
+ */
+static int
+build_launch(struct node *n, char *err, size_t errlen)
+{
+	char hostfile[4096], mpich[4096], dir[3900];
+	struct mode_plan mp = { 0 };
+	int me = -1;
+
+	mode_launch_free(&n->launch);
+	free(n->mnodes);
+	n->mnodes = calloc(n->nmembers > 0 ? (size_t)n->nmembers : 1, sizeof(*n->mnodes));
+	if (!n->mnodes)
+		return -ENOMEM;
+	for (int i = 0; i < n->nmembers; i++) {
+		int r = n->members[i];
+
+		if (r == n->o.rank)
+			me = i;
+		n->mnodes[i].host = r < n->nranks ? n->hosts[r] : "?";
+		/* a CPU node: SLOTS is 1 */
+		n->mnodes[i].slots = r < n->nranks && n->slots[r] > 0 ? n->slots[r] : 1;
+	}
+	n->member = me >= 0;
+	run_dir(n, dir, sizeof(dir));
+	snprintf(hostfile, sizeof(hostfile), "%s", n->ro->hostfile ? n->ro->hostfile : "");
+	if (!n->ro->hostfile)
+		snprintf(hostfile, sizeof(hostfile), "%s/hostfile", dir);
+	snprintf(mpich, sizeof(mpich), "%s", n->ro->mpich_hostfile ? n->ro->mpich_hostfile : "");
+	if (!n->ro->mpich_hostfile)
+		snprintf(mpich, sizeof(mpich), "%s/mpich_hostfile", dir);
+	mp.mode = n->ro->mode;
+	mp.nodes = n->mnodes;
+	mp.nnodes = n->nmembers;
+	mp.node_rank = me >= 0 ? me : 0;
+	mp.master_addr = n->master_addr;
+	mp.master_port = n->master_port;
+	mp.ps = n->ro->ps;
+	mp.tf_port = n->ro->tf_port;
+	mp.vendor = n->o.vendor;
+	mp.nslots = (int)n->o.nslots;
+	mp.hostfile = hostfile;
+	mp.mpich_hostfile = mpich;
+	mp.argv = n->ro->cmd;
+	mp.envp = environ;
+	return mode_build(&mp, &n->launch, err, errlen);
+}
+
+static int
+start_training(struct node *n)
+{
+	const char *pty = getenv("VIGIL_PTY");
+	struct child_opts co = {
+		.argv = n->launch.argv, .envp = n->launch.envp, .sigmask = n->o.sigmask,
+		/* Under mpirun our stdout is usually a terminal, so the training
+		 * gets one too and line-buffers its prints as it would at a shell. */
+		.pty_stdout = pty ? strcmp(pty, "0") != 0 : isatty(STDOUT_FILENO),
+	};
+	int rc;
+
+	rc = child_spawn(&co, &n->child);
+	if (rc < 0) {
+		n->start_code = rc == -ENOENT ? 127 : 126;
+		snprintf(n->start_error, sizeof(n->start_error), "cannot run '%s': %s",
+		         n->launch.argv[0], rc == -ENOENT ? "command not found" : strerror(-rc));
+		send_result(n, false);
+		return 0;
+	}
+	n->cout = child_stdout_fd(n->child);
+	n->cerr = child_stderr_fd(n->child);
+	if (open_outputs(n) < 0 || loop_add_fd(n->loop, n->cout, POLLIN, on_child_fd, n) < 0 ||
+	    loop_add_fd(n->loop, n->cerr, POLLIN, on_child_fd, n) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int
+node_launch(struct node *n)
+{
+	char err[512] = "", count[16];
+	int rc;
+
+	rc = start_watching(n);
+	if (rc < 0)
+		return rc;
+	/* which attempt this is, for the training (故障重启) */
+	snprintf(count, sizeof(count), "%d", n->attempt);
+	setenv("VIGIL_RESTART_COUNT", count, 1);
+	rc = build_launch(n, err, sizeof(err));
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0) {
+		n->start_code = VIGIL_EXIT_USAGE;
+		snprintf(n->start_error, sizeof(n->start_error), "%s", err);
+		send_result(n, false);
+	} else if (n->agent_signal) {
+		send_result(n, true);  /* told to stop before it could start */
+	} else if (!n->member) {
+		send_result(n, true);  /* not in this attempt: keep watching */
+	} else if ((rc = mode_write_files(&n->launch, err, sizeof(err))) < 0) {
+		n->start_code = VIGIL_EXIT_INTERNAL;
+		snprintf(n->start_error, sizeof(n->start_error), "%s", err);
+		send_result(n, false);
+	} else if (!n->launch.run) {
+		send_result(n, true);  /* no training here (horovod); keep watching */
+	} else {
+		return start_training(n);
+	}
+	return 0;
+}
+
+char *
+node_describe(struct node *n)
+{
+	char err[512] = "", *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int rc;
+
+	if (!f)
+		return NULL;
+	rc = build_launch(n, err, sizeof(err));
+	fprintf(f, "== %s (rank %d, %s mode)\n", n->name, n->o.rank, mode_name(n->ro->mode));
+	if (rc < 0)
+		fprintf(f, "error: %s\n", rc == -ENOMEM ? strerror(ENOMEM) : err);
+	else
+		mode_describe(f, &n->launch, environ);
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	if (rc < 0 && rc != -ENOMEM)
+		n->start_code = VIGIL_EXIT_USAGE;
+	return text;
+}
+
+/* A fresh child for the next attempt, same place, new members. */
+static void
+restart(struct node *n, const struct msg_command *c)
+{
+	loop_del_timer(n->loop, n->kill_timer);
+	loop_del_timer(n->loop, n->drain_timer);
+	loop_del_timer(n->loop, n->ckpt_timer);
+	n->kill_timer = n->drain_timer = n->ckpt_timer = NULL;
+	if (n->child) {
+		if (n->cout >= 0)
+			close_child_fd(n, n->cout);
+		if (n->cerr >= 0)
+			close_child_fd(n, n->cerr);
+		(void)child_signal(n->child, SIGKILL);
+		child_free(n->child);
+		n->child = NULL;
+	}
+	n->exited = n->stopping = n->ckpt_sent = n->result_sent = false;
+	n->agent_signal = 0;
+	n->start_error[0] = '\0';
+	for (int i = 0; i < TAIL_LINES; i++) {
+		free(n->tail[i]);
+		n->tail[i] = NULL;
+	}
+	n->ntail = n->tailnext = 0;
+	n->attempt = c->attempt;
+	if (set_attempt(n, c->members, c->nmembers, c->master_addr, c->master_port) < 0 ||
+	    node_launch(n) < 0) {
+		LOG_ERR("cannot start the training again: out of memory");
+		n->start_code = VIGIL_EXIT_INTERNAL;
+		snprintf(n->start_error, sizeof(n->start_error), "cannot start the training again");
+		send_result(n, false);
+	}
+}
+
+void
+node_command(struct node *n, const struct msg_command *c)
+{
+	switch (c->command) {
+	case MSG_CMD_STOP:
+		LOG_INFO("stopping: %s", c->reason ? c->reason : "the coordinator said so");
+		stop(n, SIGTERM);
+		break;
+	case MSG_CMD_CHECKPOINT:
+		checkpoint(n);
+		break;
+	case MSG_CMD_RESTART:
+		restart(n, c);
+		break;
+	case MSG_CMD_PERF:
+		break;
+	}
+}
+
+/* ---- signals -------------------------------------------------------------------- */
+
+static int
+forwarded(const struct run_opts *o, int sig)
+{
+	for (int i = 0; i < o->nforward; i++)
+		if (o->forward[i].from == sig)
+			return o->forward[i].to;
+	return sig;
+}
+
+void
+node_signal(struct node *n, int sig)
+{
+	switch (sig) {
+	case SIGCHLD:
+		if (n->child && !n->exited) {
+			int rc = child_reap(n->child);
+
+			if (rc < 0)
+				LOG_ERR("waitpid: %s", strerror(-rc));
+			if (child_exited(n->child))
+				on_child_exit(n);
+		} else {
+			/* grandchildren the subreaper inherited */
+			while (waitpid(-1, NULL, WNOHANG) > 0)
+				;
+		}
+		break;
+	case SIGTERM:
+	case SIGINT:
+	case SIGHUP:
+	case SIGQUIT:
+		LOG_INFO("got %s: stopping the training", sig_name(sig));
+		if (!n->agent_signal)
+			n->agent_signal = sig;
+		if (n->started)
+			stop(n, sig == SIGQUIT ? SIGTERM : sig);
+		break;
+	default:
+		if (n->ro->resume && sig == n->ro->ckpt_signal) {
+			/* The batch system's warning (Slurm --signal, which
+			 * mpirun forwards to every rank): the coordinator has
+			 * every node checkpoint, each exactly once. */
+			struct msg m = { .kind = MSG_NOTE };
+
+			m.u.note.node = n->name;
+			m.u.note.signal = sig;
+			send_msg(n, &m);
+		} else if (n->child && !n->exited) {
+			(void)child_signal(n->child, forwarded(n->ro, sig));
+		}
+		break;
+	}
+}
+
+/* ---- the rest ------------------------------------------------------------------- */
+
+struct node *
+node_new(const struct node_opts *o, struct loop *l, const struct node_ops *ops)
+{
+	struct node *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->o = *o;
+	n->ro = o->run;
+	n->loop = l;
+	n->ops = *ops;
+	n->cout = n->cerr = -1;
+	n->name = strdup(o->name ? o->name : "?");
+	if (!n->name) {
+		free(n);
+		return NULL;
+	}
+	return n;
+}
+
+bool
+node_trains(const struct node *n)
+{
+	return n->member && n->launch.run;
+}
+
+int
+node_attempt(const struct node *n)
+{
+	return n->attempt;
+}
+
+void
+node_quiet(struct node *n)
+{
+	n->quiet = true;
+	loop_del_timer(n->loop, n->beat_timer);
+	loop_del_timer(n->loop, n->inspect_timer);
+	n->beat_timer = n->inspect_timer = NULL;
+	if (n->child && !n->exited) {
+		LOG_WARN("the job ended before this node's training: stopping it");
+		(void)child_signal(n->child, SIGKILL);
+	}
+}
+
+bool
+node_output_pending(const struct node *n)
+{
+	return (n->out && output_pending(n->out)) || (n->err && output_pending(n->err));
+}
+
+void
+node_output_summary(struct node *n)
+{
+	unsigned long long lost = (n->out ? output_lost(n->out) : 0) +
+	                          (n->err ? output_lost(n->err) : 0);
+
+	if (lost && !n->said_lost) {
+		n->said_lost = true;
+		LOG_WARN("%llu bytes of the training's output could not be passed on (the reader "
+		         "of this agent's output went away)", lost);
+	}
+}
+
+void
+node_free(struct node *n)
+{
+	if (!n)
+		return;
+	if (n->child && !n->exited)
+		(void)child_signal(n->child, SIGKILL);
+	child_free(n->child);
+	output_free(n->out);
+	output_free(n->err);
+	linebuf_free(n->errlines);
+	linebuf_free(n->outlines);
+	inspect_free(n->insp);
+	for (int i = 0; i < TAIL_LINES; i++)
+		free(n->tail[i]);
+	for (size_t i = 0; i < n->nreported; i++)
+		free(n->reported[i]);
+	free(n->reported);
+	mode_launch_free(&n->launch);
+	free(n->mnodes);
+	free_plan(n);
+	free(n->name);
+	free(n);
+}
