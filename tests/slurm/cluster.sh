@@ -90,7 +90,8 @@ _sl_saved_exit=""
 
 sl_usable() {
 	local c
-	for c in slurmctld slurmd munged sbatch srun squeue scontrol scancel sinfo; do
+	for c in slurmctld slurmd munged sbatch salloc srun squeue scontrol scancel sinfo \
+		nsenter timeout; do
 		command -v "$c" >/dev/null 2>&1 || return 1
 	done
 	tb_usable
@@ -118,10 +119,23 @@ sl_resumed() {
 }
 
 sl_log() {
+	# the daemon's log file, then what it printed
 	case $1 in
-	slurmctld | munged) cat "$SL_DIR/log/$1.log" 2>/dev/null ;;
-	*) cat "$SL_DIR/log/slurmd.$1.log" 2>/dev/null ;;
+	slurmctld | munged) cat "$SL_DIR/log/$1.log" "$SL_DIR/log/$1.out" 2>/dev/null ;;
+	*) cat "$SL_DIR/log/slurmd.$1.log" "$SL_DIR/log/$1.out" 2>/dev/null ;;
 	esac
+}
+
+# _sl_pid NAME: the PID of daemon NAME (munged, slurmctld, n1, ...)
+_sl_pid() {
+	local i
+	for ((i = 0; i < ${#SL_NAMES[@]}; i++)); do
+		if [ "${SL_NAMES[i]}" = "$1" ]; then
+			echo "${SL_PIDS[i]}"
+			return 0
+		fi
+	done
+	return 1
 }
 
 sl_cmd() {
@@ -132,16 +146,13 @@ sl_cmd() {
 }
 
 sl_node_exec() {
-	local k=${1#n} i
+	local pid
+	if ! pid=$(_sl_pid "n${1#n}"); then
+		echo "cluster: no slurmd on node '$1'" >&2
+		return 2
+	fi
 	shift
-	for ((i = 0; i < ${#SL_NAMES[@]}; i++)); do
-		if [ "${SL_NAMES[i]}" = "n$k" ]; then
-			nsenter -t "${SL_PIDS[i]}" -n -u -m "$@"
-			return
-		fi
-	done
-	echo "cluster: no slurmd on node '$1'" >&2
-	return 2
+	nsenter -t "$pid" -n -u -m "$@"
 }
 
 sl_template() {
@@ -320,7 +331,7 @@ sl_up() {
 	fi
 	_tb_saved_exit=""
 	trap _sl_on_exit EXIT
-	SL_DIR=$(mktemp -d "${TMPDIR:-/tmp}/vsl.XXXXXX") || return 1
+	SL_DIR=$(mktemp -d "${TMPDIR:-/tmp}/vsl.XXXXXX") || { sl_down; return 1; }
 	chmod 755 "$SL_DIR"
 	SL_CONF=$SL_DIR/etc/slurm.conf
 	SL_DEFAULT=$SL_DIR/default
@@ -338,8 +349,7 @@ sl_up() {
 
 	_sl_start munged "$TB_PREFIX-head" timeout -k 5 "$lim" munged -F \
 		--socket="$SL_DIR/run/munge.sock" --key-file="$SL_DIR/munge/munge.key" \
-		--pid-file="$SL_DIR/run/munged.pid" --seed-file="$SL_DIR/munge/seed" \
-		--log-file="$SL_DIR/log/munged.log"
+		--pid-file="$SL_DIR/run/munged.pid" --seed-file="$SL_DIR/munge/seed"
 	if ! _sl_wait "[ -S '$SL_DIR/run/munge.sock' ] && echo up" up 10; then
 		_sl_failed
 		return 1
@@ -376,8 +386,8 @@ _sl_failed() {
 }
 
 sl_down() {
-	local i k alive rc=0
-	if [ -n "$SL_DIR" ] && [ "${#SL_PIDS[@]}" -gt 0 ] && kill -0 "${SL_PIDS[1]:-0}" 2>/dev/null; then
+	local i k alive ctld rc=0
+	if [ -n "$SL_DIR" ] && ctld=$(_sl_pid slurmctld) && kill -0 "$ctld" 2>/dev/null; then
 		# Jobs first, while slurmctld can still tell the slurmds.
 		SL_CMD_TIMEOUT=10 sl_cmd scancel --full --quiet --user=root >/dev/null 2>&1
 		_sl_wait "sl_cmd squeue -h -o %i 2>/dev/null | wc -l" 0 10 2>/dev/null
