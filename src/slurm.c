@@ -36,14 +36,21 @@
 /* Enough for `scontrol show node` of one node, which is ~1 KiB. */
 #define SHOW_MAX 16384
 
+/* $VAR when set, else NAME (looked up in PATH). */
 static char *
-scontrol_path(void)
+tool_path(const char *var, const char *name)
 {
-	char *env = getenv("VIGIL_SCONTROL");
+	char *env = getenv(var);
 
 	/* A cast, not a copy: execvp() takes char *const[] but writes
 	 * nothing through it. */
-	return env && *env ? env : (char *)"scontrol";
+	return env && *env ? env : (char *)name;
+}
+
+static char *
+scontrol_path(void)
+{
+	return tool_path("VIGIL_SCONTROL", "scontrol");
 }
 
 /* Replace control characters with spaces and drop trailing white space,
@@ -422,9 +429,7 @@ slurm_node_name(char *buf, size_t len)
 static char *
 squeue_path(void)
 {
-	char *env = getenv("VIGIL_SQUEUE");
-
-	return env && *env ? env : (char *)"squeue";
+	return tool_path("VIGIL_SQUEUE", "squeue");
 }
 
 static bool
