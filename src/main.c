@@ -501,20 +501,24 @@ slurm_mark(const struct check_opts *o, const struct check_report *r, const char 
 		LOG_ERR("cannot tell this node's Slurm name");
 		return;
 	}
+	/* Each runs scontrol twice (show, then update), 15 s at most each:
+	 * slurmd kills a HealthCheckProgram after 60 s. */
 	if (failed) {
 		if (f)
 			snprintf(reason, sizeof(reason), "%s: %s", f->name, f->reason);
 		else
 			snprintf(reason, sizeof(reason), "%s", error);
-		rc = slurm_drain(node, reason, 30, err, sizeof(err));
-		if (rc != 0)
-			LOG_ERR("could not drain %s: %s", node,
-			        rc < 0 ? strerror(-rc) : err);
+		rc = slurm_drain(node, reason, 15, err, sizeof(err));
+		if (rc < 0)
+			LOG_ERR("could not drain %s: %s", node, err);
+		else if (rc == 0)
+			LOG_INFO("not drained: %s", err);
 	} else {
-		rc = slurm_undrain(node, 30, err, sizeof(err));
-		if (rc < 0 || rc > 1)
-			LOG_ERR("could not resume %s: %s", node,
-			        rc < 0 ? strerror(-rc) : err);
+		rc = slurm_undrain(node, 15, err, sizeof(err));
+		if (rc < 0)
+			LOG_ERR("could not resume %s: %s", node, err);
+		else if (rc == 0)
+			LOG_INFO("not resumed: %s", err);
 	}
 }
 

@@ -51,8 +51,16 @@ out=$("$VIGIL" check --drain $flags 2>&1); rc=$?
 expect_eq "drain without scontrol keeps the verdict" 80 "$rc"
 expect_match "drain failure said" 'could not drain gpu17' "$out"
 
-# Both flags, as a HealthCheckProgram runs it: drain when sick, resume when well.
+# An administrator's drain stays through a failing check: vigil reads the
+# node first and changes nothing.
 export VIGIL_SCONTROL="$SCRATCH/scontrol"
+: > "$log"
+"$VIGIL" check --drain --undrain $flags >/dev/null 2>&1; rc=$?
+expect_eq "--drain on an administrator's drain" 80 "$rc"
+expect_eq "administrator's drain left as it is" "show node gpu17" "$(cat "$log")"
+
+# Both flags, as a HealthCheckProgram runs it: drain when sick, resume when well.
+printf 'IDLE\n\n' > "$state"
 : > "$log"
 "$VIGIL" check --drain --undrain $flags >/dev/null 2>&1; rc=$?
 expect_eq "--drain --undrain on a sick node" 80 "$rc"
