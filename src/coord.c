@@ -572,6 +572,48 @@ coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan 
 	return 0;
 }
 
+int
+coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members, int nmembers,
+            int lost, const char *why, double now)
+{
+	c->phase = COORD_RUNNING;
+	for (int r = 0; r < c->n; r++) {
+		struct cnode *n = &c->nodes[r];
+		const struct msg_node *pn = r < plan->nnodes ? &plan->nodes[r] : NULL;
+
+		free(n->host);
+		n->host = strdup(pn && pn->host ? pn->host : "?");
+		if (!n->host || coord_set_node(c, r, pn ? pn->addr : NULL, pn ? pn->slots : 0) < 0)
+			return -ENOMEM;
+		n->last_seen = now;
+	}
+	for (int i = 0; i < nmembers; i++)
+		if (members[i] >= 0 && members[i] < c->n)
+			c->nodes[members[i]].member = true;
+	if (lost >= 0 && lost < c->n) {
+		struct cnode *n = &c->nodes[lost];
+
+		n->lost = n->reported = n->faulty = true;
+		c->nlost++;
+		c->nreported++;
+		event(c, lost, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, NULL);
+	}
+	/* it cannot be asked to finalize, or to take part in anything else */
+	c->never_arrived = true;
+	c->last_scan = now;
+	c->next_scan = now + c->o.heartbeat_s / 2;
+	c->next_beat = now + c->o.heartbeat_s;
+	say(c, "vigil: %s (rank %d) takes over as the coordinator: %s", coord_host(c, c->o.self),
+	    c->o.self, why);
+	if (c->o.resume) {
+		checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
+	} else {
+		c->end_code = VIGIL_EXIT_INTERNAL;
+		stop(c, why, now);
+	}
+	return 0;
+}
+
 void
 coord_set_time_limit(struct coord *c, double end)
 {
@@ -646,6 +688,18 @@ first_failure(struct coord *c, int rank, double now)
 	else
 		snprintf(why, sizeof(why), "%s (rank %d): the training exited with status %d",
 		         n->host, rank, n->exit_code);
+	if (c->o.resume && !n->error && (!n->agent_signal || n->agent_signal == SIGTERM)) {
+		/*
+		 * Under --resume a crash is a fault like any other, and a
+		 * SIGTERM to an agent is mpirun or the batch system ending the
+		 * job: either way every healthy training saves and the job is
+		 * requeued.  The node whose training crashed is avoided.
+		 */
+		if (!n->agent_signal)
+			c->nodes[rank].faulty = true;
+		checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
+		return;
+	}
 	/* fault restart (故障重启): again, everywhere, up to --restart times */
 	if (c->o.restart_max > c->restarts && !n->agent_signal && !n->error && !c->end_code) {
 		c->restart_wanted = true;

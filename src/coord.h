@@ -119,6 +119,17 @@ int coord_set_node(struct coord *c, int rank, const char *addr, int slots);
 int coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan *plan);
 
 /*
+ * A successor takes over (run.c): rank LOST, the job's coordinator, fell
+ * silent and a majority of the nodes agree.  The records come from PLAN
+ * (every rank's host, address and slots) and MEMBERS (the current
+ * attempt's members); LOST is lost and faulty, and every training saves
+ * (--resume, the job ends 81) or stops (84), for WHY.  The successor's
+ * coordinator then runs as any other, from NOW.  Returns 0 or -ENOMEM.
+ */
+int coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members,
+                int nmembers, int lost, const char *why, double now);
+
+/*
  * The job's time limit: absolute time END on the same clock as NOW, or a
  * negative value for none.  With --resume every node checkpoints
  * ckpt_lead_s before it, else the job is stopped at END.  May be called

@@ -10,6 +10,7 @@
  *             "attempt"?, "master_addr"?, "master_port"?, "members"?: [r]}
  *   final    {"exit_code", "state", "finalize", "hold"?, "cycles"}
  *   note     {"node", "signal"?, "findings": [{"what", "device", "verdict", "evidence"}]}
+ *   suspect  {"node", "coordinator", "silent"}
  *   heartbeat {}
  */
 #include "autoconf.h"
@@ -49,6 +50,7 @@ msg_kind_name(enum msg_kind kind)
 	case MSG_FINAL: return "final";
 	case MSG_HEARTBEAT: return "heartbeat";
 	case MSG_NOTE: return "note";
+	case MSG_SUSPECT: return "suspect";
 	}
 	return "?";
 }
@@ -222,6 +224,11 @@ msg_encode(const struct msg *m)
 	case MSG_COMMAND: encode_command(o, &m->u.command, &ok); break;
 	case MSG_FINAL: encode_final(o, &m->u.final, &ok); break;
 	case MSG_NOTE: encode_note(o, &m->u.note, &ok); break;
+	case MSG_SUSPECT:
+		put_str(o, "node", m->u.suspect.node ? m->u.suspect.node : "?", &ok);
+		put_num(o, "coordinator", m->u.suspect.coordinator, &ok);
+		put_num(o, "silent", m->u.suspect.silent, &ok);
+		break;
 	case MSG_HEARTBEAT: break;
 	default:
 		cJSON_Delete(o);
@@ -445,6 +452,17 @@ decode_note(const cJSON *o, struct msg_note *n)
 	return 0;
 }
 
+static int
+decode_suspect(const cJSON *o, int nranks, struct msg_suspect *sp)
+{
+	int rc;
+
+	if ((rc = get_strdup(o, "node", true, &sp->node)) < 0 ||
+	    (rc = get_int(o, "coordinator", 0, nranks - 1, true, &sp->coordinator)) < 0)
+		return rc;
+	return json_get_num(o, "silent", 0, SECONDS_MAX, &sp->silent) < 0 ? -EINVAL : 0;
+}
+
 int
 msg_decode(enum msg_kind kind, const char *text, int nranks, struct msg *out)
 {
@@ -466,6 +484,7 @@ msg_decode(enum msg_kind kind, const char *text, int nranks, struct msg *out)
 	case MSG_COMMAND: rc = decode_command(o, nranks, &out->u.command); break;
 	case MSG_FINAL: rc = decode_final(o, &out->u.final); break;
 	case MSG_NOTE: rc = decode_note(o, &out->u.note); break;
+	case MSG_SUSPECT: rc = decode_suspect(o, nranks, &out->u.suspect); break;
 	case MSG_HEARTBEAT: rc = 0; break;
 	default: rc = -EINVAL; break;
 	}
@@ -526,6 +545,9 @@ msg_clear(struct msg *m)
 			xfree(m->u.note.findings[i].evidence);
 		}
 		free(m->u.note.findings);
+		break;
+	case MSG_SUSPECT:
+		xfree(m->u.suspect.node);
 		break;
 	case MSG_HEARTBEAT:
 		break;

@@ -18,6 +18,7 @@
  *   FINAL      coordinator -> node  the job's end: status, whether to finalize
  *   HEARTBEAT  either way           still here
  *   NOTE       node -> coordinator  inspection findings, a checkpoint signal
+ *   SUSPECT    node -> successor    the coordinator fell silent here
  *
  * No I/O, no MPI.  Strings in a decoded message are owned by it and freed
  * by msg_clear() (they are const only so that a message built for
@@ -39,10 +40,11 @@ enum msg_kind {
 	MSG_FINAL = 13,
 	MSG_HEARTBEAT = 14,
 	MSG_NOTE = 15,
+	MSG_SUSPECT = 16,
 };
 
 #define MSG_KIND_MIN MSG_PLAN
-#define MSG_KIND_MAX MSG_NOTE
+#define MSG_KIND_MAX MSG_SUSPECT
 
 /* The largest rank a message may name (MPI's int, with room to spare). */
 #define MSG_RANK_MAX (1 << 24)
@@ -121,6 +123,13 @@ struct msg_final {
 	int cycles;        /* timing reductions the coordinator started */
 };
 
+/* A node lost its coordinator (see run.c: the successor). */
+struct msg_suspect {
+	const char *node;
+	int coordinator;   /* the rank that fell silent */
+	double silent;     /* seconds without a word from it */
+};
+
 struct msg {
 	enum msg_kind kind;
 	union {
@@ -129,6 +138,7 @@ struct msg {
 		struct msg_command command;
 		struct msg_final final;
 		struct msg_note note;
+		struct msg_suspect suspect;
 	} u;  /* HEARTBEAT carries nothing */
 };
 

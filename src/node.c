@@ -799,6 +799,18 @@ node_signal(struct node *n, int sig)
 		}
 		break;
 	case SIGTERM:
+		if (n->ro->resume && n->child && !n->exited && !n->ckpt_sent) {
+			/* mpirun or the batch system ends the job: under --resume
+			 * the training saves first (the checkpoint signal, the
+			 * grace, then TERM), as far as they let it (mpirun's
+			 * odls_base_sigkill_timeout). */
+			LOG_INFO("got SIGTERM: the training saves, then stops");
+			if (!n->agent_signal)
+				n->agent_signal = sig;
+			checkpoint(n);
+			break;
+		}
+		/* fall through */
 	case SIGINT:
 	case SIGHUP:
 	case SIGQUIT:
@@ -857,6 +869,19 @@ int
 node_attempt(const struct node *n)
 {
 	return n->attempt;
+}
+
+const char *
+node_host(const struct node *n, int rank)
+{
+	return rank >= 0 && rank < n->nranks && n->hosts[rank] ? n->hosts[rank] : "?";
+}
+
+int
+node_members(const struct node *n, const int **members)
+{
+	*members = n->members;
+	return n->nmembers;
 }
 
 void

@@ -93,6 +93,12 @@ bool node_trains(const struct node *n);
 /* The current attempt (0, then 1.. after restarts). */
 int node_attempt(const struct node *n);
 
+/* RANK's host name from the plan, or "?". */
+const char *node_host(const struct node *n, int rank);
+
+/* The current attempt's members (ranks, owned by N); returns how many. */
+int node_members(const struct node *n, const int **members);
+
 /*
  * The job is over for this node (FINAL came): no more heartbeats or
  * inspections.  Whatever is left of the training is killed.

@@ -17,6 +17,8 @@
 /* The gather's tag; the others are in peer.h. */
 enum { PEER_TAG_GATHER = 1 };
 
+_Static_assert(PEER_TAG_GATHER < PEER_TAG_MIN, "the gather's tag is not a message tag");
+
 struct pending_send {
 	MPI_Request req;
 	char *buf;
@@ -290,7 +292,7 @@ peer_gather_free(struct peer_gather *g)
 static bool
 is_p2p_tag(int tag)
 {
-	return tag >= PEER_TAG_PLAN && tag <= PEER_TAG_NOTE;
+	return tag >= PEER_TAG_MIN && tag <= PEER_TAG_MAX;
 }
 
 int

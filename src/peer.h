@@ -74,16 +74,11 @@ void peer_gather_free(struct peer_gather *g);
 
 /*
  * Point-to-point messages: NUL-terminated strings (JSON documents in
- * practice) with a tag, for commands and results while a job runs.
+ * practice) with a tag from PEER_TAG_MIN to PEER_TAG_MAX, for commands
+ * and results while a job runs.  What each tag means is msg.h's business.
  */
-enum peer_tag {
-	PEER_TAG_PLAN = 10,     /* coordinator -> node: the launch plan */
-	PEER_TAG_RESULT = 11,   /* node -> coordinator: how its training ended */
-	PEER_TAG_COMMAND = 12,  /* coordinator -> node: stop, ... */
-	PEER_TAG_FINAL = 13,    /* coordinator -> node: the job's end and status */
-	PEER_TAG_HEARTBEAT = 14,/* node -> coordinator: still here */
-	PEER_TAG_NOTE = 15,     /* node -> coordinator: findings, a checkpoint signal */
-};
+#define PEER_TAG_MIN 10
+#define PEER_TAG_MAX 31
 
 /*
  * Queue MSG (copied) for RANK with TAG and start sending it.  Never waits

@@ -57,8 +57,10 @@
 #include "peer.h"
 #include "run.h"
 #include "sig.h"
+#include "slurm.h"
 #include "topo.h"
 #include "util.h"
+#include "watch.h"
 
 extern char **environ;
 
@@ -66,6 +68,9 @@ extern char **environ;
 #define FINAL_REDUCE_MS 2000 /* the coordinator's last reduction, at most */
 #define DRAIN_MS 5000        /* output, FINAL messages and reductions, at most */
 #define IDLE_POLL_MS 80      /* how often an idle agent looks at MPI */
+#define END_TIME_EVERY_S 60  /* how often the coordinator asks Slurm for the end time */
+#define END_TIME_TIMEOUT_S 2 /* ... and how long it waits for the answer */
+#define ORPHAN_EXTRA_S 20    /* beyond the grace: how long an orphan waits for the successor */
 
 enum phase { PH_GATHER, PH_PLAN, PH_DRYRUN, PH_RUN, PH_FINAL, PH_DRAIN, PH_HOLD, PH_EXIT };
 
@@ -94,9 +99,19 @@ struct job {
 	char *description;           /* --dry-run */
 
 	struct node *node;
-	struct coord *coord;         /* rank 0 */
+	struct coord *coord;         /* rank 0, or the successor after a takeover */
 	struct jobperf *perf;
 	char *perf_tick;             /* the encoded "perf" command */
+	double next_end_time;        /* coordinator: next look at Slurm's end time; < 0 never */
+	bool said_end_time;
+
+	/* every other node: the watch on the coordinator (watch.c) */
+	struct watch *watch;
+	struct loop_timer *watch_timer;
+	char *plan_text;             /* the plan as it came, for a successor */
+	char **early;                /* successor: results before the takeover, by rank */
+	char lost_why[512];          /* why this node lost its coordinator */
+	bool record;                 /* a record of this node's own is in place */
 
 	int exit_code;
 	bool clean;                  /* MPI_Finalize is safe */
@@ -183,6 +198,73 @@ write_file(const char *what, const char *path, const char *text)
 
 	if (rc < 0)
 		LOG_ERR("cannot write the %s %s: %s", what, path, strerror(-rc));
+}
+
+/* ---- records: what an agent says when it ends without the coordinator's word ---- */
+
+/* REPORT.NODE, beside the report; none without --report. */
+static int
+record_path(const struct job *j, char *buf, size_t len)
+{
+	int w;
+
+	if (!j->o->report)
+		return -ENOENT;
+	w = snprintf(buf, len, "%s.%s", j->o->report, j->name);
+	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * This node's own record: why it ends (or is about to) with CODE, for the
+ * batch script when no report comes (the coordinator is gone, or mpirun
+ * ended the job first).  Replaced as the story goes on; removed when the
+ * coordinator's FINAL comes after all.
+ */
+static void
+write_record(struct job *j, int code, const char *state, const char *why)
+{
+	char path[4400], ts[32];
+	cJSON *r = cJSON_CreateObject();
+	char *text;
+
+	if (!r || record_path(j, path, sizeof(path)) < 0) {
+		cJSON_Delete(r);
+		return;
+	}
+	events_timestamp(ts, sizeof(ts));
+	cJSON_AddStringToObject(r, "state", state);
+	cJSON_AddNumberToObject(r, "exit_code", code);
+	cJSON_AddStringToObject(r, "node", j->name);
+	cJSON_AddNumberToObject(r, "rank", j->rank);
+	cJSON_AddStringToObject(r, "time", ts);
+	cJSON_AddStringToObject(r, "reason", why);
+	if (j->node)
+		cJSON_AddStringToObject(r, "coordinator", node_host(j->node, 0));
+	cJSON_AddBoolToObject(r, "resume", j->o->resume);
+	text = json_print(r, true);
+	cJSON_Delete(r);
+	if (text) {
+		write_file("record", path, text);
+		j->record = true;
+	}
+	free(text);
+}
+
+static void
+remove_record(struct job *j)
+{
+	char path[4400];
+
+	if (j->record && record_path(j, path, sizeof(path)) == 0)
+		(void)unlink(path);  /* the report stands; a stale record only misleads */
+	j->record = false;
+}
+
+/* The rank this node's messages go to: the coordinator, or its successor. */
+static int
+coord_rank(const struct job *j)
+{
+	return j->watch ? watch_coordinator(j->watch) : 0;
 }
 
 static void
@@ -328,7 +410,7 @@ node_send(void *arg, enum msg_kind kind, const char *text)
 {
 	struct job *j = arg;
 
-	return peer_send(j->p, 0, kind, text);
+	return peer_send(j->p, coord_rank(j), kind, text);
 }
 
 static int
@@ -349,9 +431,24 @@ take_final(struct job *j, const struct msg_final *f)
 	j->exit_code = f->exit_code;
 	j->clean = j->clean && f->finalize;
 	j->hold = f->hold;
+	remove_record(j);
 	if (j->perf)
 		jobperf_set_due(j->perf, f->cycles);
 	drain(j);
+}
+
+static void watch_act(struct job *j, enum watch_action a, double now);
+
+/* The successor, before it takes over: the results that reach it early. */
+static void
+keep_early(struct job *j, int src, const char *text)
+{
+	if (!j->watch || !watch_lost(j->watch) || j->rank != watch_successor(j->watch))
+		return;
+	if (!j->early)
+		j->early = calloc((size_t)j->size, sizeof(*j->early));
+	if (j->early && src >= 0 && src < j->size && !j->early[src])
+		j->early[src] = strdup(text);
 }
 
 /* One message, decoded once, to the module it is for. */
@@ -372,20 +469,28 @@ route(struct job *j, int src, int tag, const char *text)
 	}
 	if (j->coord)
 		coord_heard(j->coord, src, now);
+	if (j->watch)
+		watch_heard(j->watch, src, now);
 	switch (m.kind) {
 	case MSG_PLAN:
-		if (j->phase == PH_PLAN && src == 0)
+		if (j->phase == PH_PLAN && src == 0) {
+			j->plan_text = strdup(text);  /* for a successor; none is fine */
 			take_plan(j, &m.u.plan);
+		}
 		break;
 	case MSG_RESULT:
 		if (j->coord)
 			coord_result(j->coord, src, &m.u.result, now);
+		else
+			keep_early(j, src, text);
 		break;
 	case MSG_NOTE:
 		if (j->coord)
 			coord_note(j->coord, src, &m.u.note, now);
 		break;
 	case MSG_COMMAND:
+		if (src != coord_rank(j))
+			break;
 		if (m.u.command.command == MSG_CMD_PERF) {
 			if (j->perf && j->rank != 0)
 				jobperf_ticked(j->perf);
@@ -396,8 +501,12 @@ route(struct job *j, int src, int tag, const char *text)
 		}
 		break;
 	case MSG_FINAL:
-		if (src == 0)
+		if (src == coord_rank(j))
 			take_final(j, &m.u.final);
+		break;
+	case MSG_SUSPECT:
+		if (j->watch)
+			watch_act(j, watch_suspect(j->watch, src, now), now);
 		break;
 	case MSG_HEARTBEAT:
 		break;
@@ -422,6 +531,7 @@ route_all(struct job *j)
 /* ---- the loop's hook: MPI progress ------------------------------------------------- */
 
 static void gather_progress(struct job *j);
+static void recheck_end_time(struct job *j, double now);
 
 static long
 before_poll(struct loop *l, void *arg)
@@ -442,7 +552,10 @@ before_poll(struct loop *l, void *arg)
 		leave(j, VIGIL_EXIT_INTERNAL, false);
 	}
 	if (j->phase == PH_RUN && j->coord) {
-		double next = coord_tick(j->coord, now);
+		double next;
+
+		recheck_end_time(j, now);
+		next = coord_tick(j->coord, now);
 
 		coordinator_check(j);
 		if (next >= 0)
@@ -496,9 +609,163 @@ on_signal(struct loop *l, int fd, short revents, void *arg)
 			enter(j, PH_EXIT, -1, NULL);
 			continue;
 		}
+		if (sig == SIGTERM && j->phase == PH_RUN)
+			write_record(j, j->o->resume ? VIGIL_EXIT_REQUEUE : 128 + sig,
+			             VIGIL_STATE_STOPPED, j->o->resume ?
+			             "SIGTERM: mpirun or the batch system ends the job; the training was "
+			             "told to save first (--resume)" :
+			             "SIGTERM: mpirun or the batch system ends the job");
 		if (j->node)
 			node_signal(j->node, sig);
 	}
+}
+
+/* ---- the coordinator's silence (every other node) ----------------------------------- */
+
+static struct coord *new_coord(struct job *j, int self);
+
+static long
+on_orphan_late(struct loop *l, void *arg)
+{
+	struct job *j = arg;
+	int code = j->o->resume ? VIGIL_EXIT_REQUEUE : VIGIL_EXIT_INTERNAL;
+	char why[700];
+
+	(void)l;
+	j->phase_timer = NULL;
+	snprintf(why, sizeof(why), "%s; no successor took over, so this node ends on its own "
+	         "(it may be the one cut off)", j->lost_why);
+	LOG_ERR("%s", why);
+	write_record(j, code, VIGIL_STATE_ERROR, why);
+	j->exit_code = code;
+	j->clean = false;
+	drain(j);
+	return LOOP_NOMORE;
+}
+
+/* The coordinator fell silent here: this node's training saves or stops on its own. */
+static void
+coordinator_lost(struct job *j, double now)
+{
+	int s = watch_successor(j->watch);
+	struct msg m = { .kind = MSG_SUSPECT };
+	struct msg_command c = { .command = j->o->resume ? MSG_CMD_CHECKPOINT : MSG_CMD_STOP };
+	char *text;
+
+	snprintf(j->lost_why, sizeof(j->lost_why), "the coordinator %s (rank 0) fell silent: no "
+	         "word from it for %.1f s", node_host(j->node, 0), watch_silent(j->watch, now));
+	LOG_ERR("%s: the training %s", j->lost_why, j->o->resume ? "saves and stops" : "stops");
+	write_record(j, j->o->resume ? VIGIL_EXIT_REQUEUE : VIGIL_EXIT_INTERNAL,
+	             VIGIL_STATE_ERROR, j->lost_why);
+	if (s >= 0 && s != j->rank) {
+		m.u.suspect.node = j->name;
+		m.u.suspect.coordinator = 0;
+		m.u.suspect.silent = watch_silent(j->watch, now);
+		text = msg_encode(&m);
+		if (text)
+			(void)peer_send(j->p, s, MSG_SUSPECT, text);
+		free(text);
+	}
+	c.reason = j->lost_why;
+	node_command(j->node, &c);
+	/* the training's grace, its KILL, and the successor's verdict */
+	enter(j, PH_RUN, (long)((j->o->grace_s + 5 + ORPHAN_EXTRA_S +
+	                         j->o->heartbeat_timeout_s) * 1000), on_orphan_late);
+}
+
+/* The successor: a majority lost the coordinator; this node coordinates the end. */
+static void
+take_over(struct job *j, double now)
+{
+	struct msg plan;
+	const int *members;
+	int n = node_members(j->node, &members);
+	char why[700];
+
+	if (!j->plan_text || msg_decode(MSG_PLAN, j->plan_text, j->size, &plan) < 0) {
+		LOG_ERR("cannot take over as the coordinator: the plan is gone");
+		return;
+	}
+	snprintf(why, sizeof(why), "%s; %d of %d nodes lost it", j->lost_why,
+	         watch_votes(j->watch), j->size);
+	j->coord = new_coord(j, j->rank);
+	if (!j->coord || coord_adopt(j->coord, &plan.u.plan, members, n, 0, why, now) < 0) {
+		LOG_ERR("cannot take over as the coordinator: out of memory");
+		coord_free(j->coord);
+		j->coord = NULL;
+		msg_clear(&plan);
+		return;
+	}
+	msg_clear(&plan);
+	/* the orphan's deadline gives way to the coordinator's own */
+	loop_del_timer(j->loop, j->phase_timer);
+	j->phase_timer = NULL;
+	for (int r = 0; j->early && r < j->size; r++) {
+		struct msg m;
+
+		if (j->early[r] && msg_decode(MSG_RESULT, j->early[r], j->size, &m) == 0) {
+			coord_result(j->coord, r, &m.u.result, now);
+			msg_clear(&m);
+		}
+	}
+	coordinator_check(j);
+}
+
+static void
+watch_act(struct job *j, enum watch_action a, double now)
+{
+	switch (a) {
+	case WATCH_LOST:
+		coordinator_lost(j, now);
+		break;
+	case WATCH_TAKE_OVER:
+		take_over(j, now);
+		break;
+	case WATCH_ALONE:
+		LOG_WARN("as the successor, this node heard from no majority of the nodes: it "
+		         "takes nothing over (it may be the one cut off)");
+		break;
+	case WATCH_NONE:
+		break;
+	}
+}
+
+static long
+on_watch(struct loop *l, void *arg)
+{
+	struct job *j = arg;
+	double now = now_s(j);
+	enum watch_action a;
+
+	(void)l;
+	if (j->phase != PH_RUN || j->coord) {
+		j->watch_timer = NULL;
+		return LOOP_NOMORE;
+	}
+	/* what has arrived first: silence is judged on what was read */
+	if (route_all(j) < 0)
+		return (long)(j->o->heartbeat_s * 500);
+	while (j->phase == PH_RUN && !j->coord && (a = watch_tick(j->watch, now)) != WATCH_NONE)
+		watch_act(j, a, now);
+	return (long)(j->o->heartbeat_s * 500);
+}
+
+/* Every other node watches the coordinator from the launch on. */
+static int
+start_watch(struct job *j)
+{
+	struct watch_opts wo = {
+		.self = j->rank, .size = j->size, .coordinator = 0,
+		.heartbeat_s = j->o->heartbeat_s, .heartbeat_timeout_s = j->o->heartbeat_timeout_s,
+	};
+
+	if (j->rank == 0 || j->size < 2)
+		return 0;
+	j->watch = watch_new(&wo, now_s(j));
+	if (!j->watch)
+		return -ENOMEM;
+	j->watch_timer = loop_add_timer(j->loop, (long)(j->o->heartbeat_s * 500), on_watch, j);
+	return j->watch_timer ? 0 : -ENOMEM;
 }
 
 /* ---- the end of the job on every node ------------------------------------------------ */
@@ -514,7 +781,7 @@ on_drain_late(struct loop *l, void *arg)
 		LOG_WARN("a timing reduction did not complete: leaving without MPI_Finalize");
 		j->clean = false;
 	}
-	if (peer_busy(j->p) && j->rank == 0)
+	if (peer_busy(j->p) && j->coord)
 		LOG_WARN("not every node took the end of the job within %d ms", DRAIN_MS);
 	j->phase = PH_DRAIN;  /* done waiting: go on as if drained */
 	if (j->hold > 0)
@@ -538,7 +805,7 @@ drain(struct job *j)
 			node_quiet(j->node);
 		enter(j, PH_DRAIN, DRAIN_MS, on_drain_late);
 	}
-	if ((j->node && node_output_pending(j->node)) || (j->rank == 0 && peer_busy(j->p)) ||
+	if ((j->node && node_output_pending(j->node)) || (j->coord && peer_busy(j->p)) ||
 	    (j->perf && j->clean && !jobperf_idle(j->perf)) ||
 	    (j->perf && j->rank == 0 && jobperf_notifying(j->perf)))
 		return;
@@ -823,7 +1090,7 @@ launch(struct job *j)
 		return;
 	}
 	enter(j, PH_RUN, -1, NULL);
-	if (node_launch(j->node) < 0) {
+	if (start_watch(j) < 0 || node_launch(j->node) < 0) {
 		LOG_ERR("out of memory");
 		leave(j, VIGIL_EXIT_INTERNAL, false);
 		return;
@@ -883,10 +1150,10 @@ take_payloads(struct job *j, struct gather *g)
 }
 
 static struct coord *
-new_coord(struct job *j)
+new_coord(struct job *j, int self)
 {
 	struct coord_opts co = {
-		.size = j->size, .self = 0, .precheck = j->o->precheck,
+		.size = j->size, .self = self, .precheck = j->o->precheck,
 		.precheck_level = j->o->precheck_level, .verbose = j->o->verbose,
 		.resume = j->o->resume, .restart_max = j->o->restart_max,
 		.min_nodes = j->o->min_nodes, .max_resumes = j->o->max_resumes,
@@ -901,17 +1168,46 @@ new_coord(struct job *j)
 	return coord_new(&co, &ops, j->t0);
 }
 
-/* Seconds until the job's time limit: --time-limit, else Slurm's end time; <0: none. */
+/*
+ * Seconds until the job's time limit: --time-limit from the agent's
+ * start, else Slurm's end time (asked of Slurm, so that a limit an
+ * administrator changes while the job runs moves it); < 0: none.
+ */
 static double
-time_left(const struct job *j)
+time_left(struct job *j)
 {
-	const char *end = getenv("SLURM_JOB_END_TIME");
+	const char *source = NULL;
+	char why[512] = "";
+	time_t end;
+	int rc;
 
 	if (j->o->time_limit_s > 0)
 		return j->o->time_limit_s - (now_s(j) - j->t0);
-	if (end && *end)
-		return atof(end) - util_wall_s();
-	return -1;
+	rc = slurm_end_time(END_TIME_TIMEOUT_S, &end, &source, why, sizeof(why));
+	if (rc < 0 && rc != -ENOENT && !j->said_end_time) {
+		LOG_WARN("no time limit from Slurm: %s", why);
+		j->said_end_time = true;
+	}
+	if (rc != 1)
+		return -1;
+	return (double)end - util_wall_s();
+}
+
+/* The coordinator, every END_TIME_EVERY_S: the end time again, in case it moved. */
+static void
+recheck_end_time(struct job *j, double now)
+{
+	double left;
+
+	if (j->next_end_time < 0 || now < j->next_end_time)
+		return;
+	j->next_end_time = now + END_TIME_EVERY_S;
+	left = time_left(j);
+	if (left >= 0)
+		coord_set_time_limit(j->coord, now + left);
+	/* Slurm's limit can move while the job runs (scontrol update TimeLimit=) */
+	j->next_end_time = j->o->time_limit_s <= 0 && getenv("SLURM_JOB_ID") ?
+	                   now + END_TIME_EVERY_S : -1;
 }
 
 /* The coordinator: go or no-go, the plan to every node that reported. */
@@ -924,7 +1220,7 @@ plan(struct job *j, bool complete)
 	char *text = NULL;
 	int rc;
 
-	j->coord = new_coord(j);
+	j->coord = new_coord(j, 0);
 	rc = j->coord ? take_payloads(j, &g) : -ENOMEM;
 	if (rc == 0 && j->o->precheck && j->ev && (rc = gather_write_events(&g, j->ev)) < 0) {
 		LOG_ERR("cannot write events to %s: %s", j->o->events, strerror(-rc));
@@ -964,6 +1260,9 @@ plan(struct job *j, bool complete)
 	left = time_left(j);
 	if (left >= 0)
 		coord_set_time_limit(j->coord, now + left);
+	/* Slurm's limit can move while the job runs (scontrol update TimeLimit=) */
+	j->next_end_time = j->o->time_limit_s <= 0 && getenv("SLURM_JOB_ID") ?
+	                   now + END_TIME_EVERY_S : -1;
 	if (node_take_plan(j->node, &m.u.plan) < 0) {
 		LOG_ERR("out of memory");
 		leave(j, VIGIL_EXIT_INTERNAL, false);
@@ -1071,6 +1370,11 @@ tear_down(struct job *j)
 		j->clean = false;  /* MPI may still write its buffers */
 	jobperf_free(j->perf);
 	coord_free(j->coord);
+	watch_free(j->watch);
+	free(j->plan_text);
+	for (int r = 0; j->early && r < j->size; r++)
+		free(j->early[r]);
+	free(j->early);
 	free(j->perf_tick);
 	free(j->payload);
 	free(j->description);

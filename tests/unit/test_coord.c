@@ -465,6 +465,83 @@ test_start_error_said_once(void **state)
 	assert_true(said(&f->rec, "could not start the training, status 127"));
 }
 
+/* Under --resume a crash is a fault: the healthy nodes save, the job requeues. */
+static void
+test_crash_with_resume_checkpoints(void **state)
+{
+	struct fx *f = *state;
+	char *excl;
+
+	f->o.resume = true;
+	start(f, 0, 0);
+	result(f, 1, 137, SIGKILL, 5);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	assert_int_equal(count_sent(&f->rec, 0, MSG_COMMAND, "\"checkpoint\""), 1);
+	assert_int_equal(count_sent(&f->rec, 2, MSG_COMMAND, "\"checkpoint\""), 1);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"stop\""), 0);
+	result(f, 0, 0, 0, 8);
+	result(f, 2, 0, 0, 8);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_ERROR);
+	excl = coord_exclude_list(f->c);
+	assert_string_equal(excl, "n2\n");
+	free(excl);
+}
+
+/* Under --resume, SIGTERM to an agent (mpirun ending the job) saves too. */
+static void
+test_agent_term_with_resume(void **state)
+{
+	struct fx *f = *state;
+	struct msg_result r = { .node = "n3", .exit_code = 0, .agent_signal = SIGTERM };
+
+	f->o.resume = true;
+	start(f, 0, 0);
+	coord_result(f->c, 2, &r, 3);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	result(f, 0, 0, 0, 6);
+	result(f, 1, 0, 0, 6);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_STOPPED);
+	assert_false(coord_faulty(f->c, 2));
+}
+
+/* A successor takes over from a coordinator that fell silent. */
+static void
+test_successor_adopts(void **state)
+{
+	struct fx *f = *state;
+	struct coord_ops ops = { rec_send, rec_event, rec_say, fixed_port, &f->rec };
+	struct msg_node nodes[3] = { { "n1", "10.0.0.1", 2 }, { "n2", "10.0.0.2", 2 },
+	                             { "n3", "10.0.0.3", 2 } };
+	struct msg_plan plan = { .go = true, .nodes = nodes, .nnodes = 3 };
+	int members[3] = { 0, 1, 2 };
+	cJSON *rep;
+
+	f->o.resume = true;
+	f->o.self = 1;
+	f->c = coord_new(&f->o, &ops, 0);
+	assert_non_null(f->c);
+	assert_int_equal(coord_adopt(f->c, &plan, members, 3, 0, "the coordinator n1 (rank 0) "
+	                             "fell silent", 20), 0);
+	assert_true(said(&f->rec, "n2 (rank 1) takes over as the coordinator"));
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	assert_int_equal(count_sent(&f->rec, 0, MSG_COMMAND, NULL), 0);
+	assert_int_equal(count_sent(&f->rec, 2, MSG_COMMAND, "\"checkpoint\""), 1);
+	result(f, 1, 0, 0, 25);
+	result(f, 2, 0, 0, 25);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+	assert_false(coord_finalize_safe(f->c));
+	rep = report(f, 26);
+	assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "faulty_nodes"), 0)
+	                            ->valuestring, "n1");
+	cJSON_Delete(rep);
+	coord_finish(f->c, 0, 26);
+	assert_int_equal(count_sent(&f->rec, 2, MSG_FINAL, NULL), 1);
+	assert_int_equal(count_sent(&f->rec, 0, MSG_FINAL, NULL), 0);
+}
+
 /* ---- fault restart (故障重启) ------------------------------------------------------ */
 
 static void
@@ -953,6 +1030,9 @@ main(void)
 		T(test_failure_stops_everyone),
 		T(test_agent_signal_is_stopped),
 		T(test_start_error_said_once),
+		T(test_crash_with_resume_checkpoints),
+		T(test_agent_term_with_resume),
+		T(test_successor_adopts),
 		T(test_restart_then_success),
 		T(test_restart_exhausted),
 		T(test_no_restart_after_agent_signal),
