@@ -25,10 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <cJSON.h>
 
 #include "config.h"
+#include "opts.h"
 
 /* A configuration is a few hundred bytes; anything this large is a mistake
  * (a core file, a log) and is refused before it is parsed. */
@@ -476,6 +478,202 @@ out:
 	return rc;
 }
 
+/* ---- the "run" section ---------------------------------------------- */
+
+/* Refuse an unknown key inside "run" or "run.limits", listing the keys
+ * valid there (the options that carry FLAG). */
+static int
+unknown_option(struct parse *p, unsigned flag)
+{
+	char valid[1024], key[64];
+	size_t o = 0;
+
+	valid[0] = '\0';
+	for (const struct opts_run *opt = opts_run_table; opt->name; opt++) {
+		int n;
+
+		if (!(opt->flags & flag))
+			continue;
+		opts_run_key(opt, key, sizeof(key));
+		n = snprintf(valid + o, sizeof(valid) - o, "%s%s", o ? ", " : "", key);
+		if (n < 0 || (size_t)n >= sizeof(valid) - o)
+			break;
+		o += (size_t)n;
+	}
+	if (flag == OPTS_SITE && o + 8 < sizeof(valid))
+		memcpy(valid + o, ", limits", 9);
+	return fail(p, -EINVAL, "unknown key (valid: %s)", valid);
+}
+
+/* V as a value of OPT, checked by the option's own parser; its number in
+ * *NUM (see opts_run_check()). */
+static int
+take_setting(struct parse *p, const struct opts_run *opt, const cJSON *v,
+             struct config_setting *s, double *num)
+{
+	bool text = cJSON_IsString(v), number = cJSON_IsNumber(v);
+	char why[320], got[64];
+	int rc;
+
+	/* JSON's types are kept apart as everywhere in the file: a count in
+	 * quotes is a string; a duration may be either ("2m" or 120). */
+	switch (opt->kind) {
+	case OPTS_FLAG:
+		text = false;
+		number = cJSON_IsBool(v);
+		break;
+	case OPTS_COUNT:
+	case OPTS_NUMBER:
+		text = false;
+		break;
+	case OPTS_DURATION:
+	case OPTS_SIGNAL:
+		break;
+	default:
+		number = false;
+		break;
+	}
+	if (text)
+		rc = opts_run_check(opt, v->valuestring, 0, num, why, sizeof(why));
+	else if (number)
+		rc = opts_run_check(opt, NULL, cJSON_IsBool(v) ? cJSON_IsTrue(v) : v->valuedouble,
+		                    num, why, sizeof(why));
+	else
+		rc = (opts_run_expected(opt, why, sizeof(why)), -EINVAL);
+	if (rc == -ERANGE)
+		return fail(p, -EINVAL, "%s", why);
+	if (rc < 0) {
+		describe(v, got, sizeof(got));
+		return fail(p, -EINVAL, "%s, got %s", why, got);
+	}
+	s->opt = opt;
+	s->num = text ? 0 : cJSON_IsBool(v) ? cJSON_IsTrue(v) : v->valuedouble;
+	if (text && !(s->text = strdup(v->valuestring)))
+		return fail(p, -ENOMEM, "out of memory");
+	return 0;
+}
+
+static void
+free_settings(struct config_setting *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(s[i].text);
+	free(s);
+}
+
+/* The members of OBJ, options carrying FLAG, into a new array *OUT.
+ * "limits" inside "run" is handed to LIMITS. */
+static int
+take_settings(struct parse *p, const cJSON *obj, unsigned flag, struct config_setting **out,
+              size_t *nout, const cJSON **limits)
+{
+	size_t len = (size_t)cJSON_GetArraySize(obj), n = 0;
+	struct config_setting *list = calloc(len + 1, sizeof(*list));
+	uint64_t seen = 0;
+	const cJSON *child;
+	int rc = 0;
+
+	if (!list)
+		return fail(p, -ENOMEM, "out of memory");
+	cJSON_ArrayForEach(child, obj) {
+		const char *name = child->string ? child->string : "";
+		const struct opts_run *opt = opts_run_find_key(name);
+		size_t old = push(p, name, 0);
+		uint64_t bit = opt ? UINT64_C(1) << (opt - opts_run_table) : 0;
+		double num;
+
+		if (limits && strcmp(name, "limits") == 0) {
+			if (*limits)
+				rc = fail(p, -EINVAL, "duplicate key");
+			else if (!cJSON_IsObject(child))
+				rc = type_error(p, "an object", child);
+			*limits = child;
+		} else if (!opt || !(opt->flags & flag)) {
+			rc = unknown_option(p, flag);
+		} else if (seen & bit) {
+			rc = fail(p, -EINVAL, "duplicate key");
+		} else if (n >= len) {
+			rc = fail(p, -EINVAL, "too many entries");
+		} else {
+			seen |= bit;
+			rc = take_setting(p, opt, child, &list[n], &num);
+			if (rc == 0 && flag == OPTS_LIMIT)
+				list[n].num = num;  /* a limit is a number ("2m": 120) */
+			if (rc == 0)
+				n++;
+		}
+		if (rc < 0)
+			break;
+		pop(p, old);
+	}
+	if (rc < 0) {
+		free_settings(list, n);
+		return rc;
+	}
+	*out = list;
+	*nout = n;
+	return 0;
+}
+
+/* A value of the file above the file's own limit contradicts it. */
+static int
+within_limits(struct parse *p, const struct config_setting *run, size_t nrun,
+              const struct config_setting *lim, size_t nlim)
+{
+	for (size_t i = 0; i < nrun; i++) {
+		for (size_t k = 0; k < nlim; k++) {
+			char key[64], v[48], l[48], why[320];
+			double num;
+
+			if (run[i].opt != lim[k].opt ||
+			    opts_run_check(run[i].opt, run[i].text, run[i].num, &num, why,
+			                   sizeof(why)) < 0 || !(num > lim[k].num))
+				continue;
+			opts_run_key(run[i].opt, key, sizeof(key));
+			opts_run_format(run[i].opt, num, v, sizeof(v));
+			opts_run_format(run[i].opt, lim[k].num, l, sizeof(l));
+			push(p, key, 0);
+			return fail(p, -EINVAL, "%s is above run.limits.%s (%s)", v, key, l);
+		}
+	}
+	return 0;
+}
+
+static int
+parse_run(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	struct config *cfg = base;
+	struct config_setting *run = NULL, *lim = NULL;
+	size_t nrun = 0, nlim = 0, old;
+	const cJSON *limits = NULL;
+	int rc;
+
+	(void)k;
+	if (!cJSON_IsObject(v))
+		return type_error(p, "an object", v);
+	rc = take_settings(p, v, OPTS_SITE, &run, &nrun, &limits);
+	if (rc == 0 && limits) {
+		old = push(p, "limits", 0);
+		rc = take_settings(p, limits, OPTS_LIMIT, &lim, &nlim, NULL);
+		if (rc == 0)
+			pop(p, old);
+	}
+	if (rc == 0)
+		rc = within_limits(p, run, nrun, lim, nlim);
+	if (rc < 0) {
+		free_settings(run, nrun);
+		free_settings(lim, nlim);
+		return rc;
+	}
+	free_settings(cfg->run, cfg->nrun);
+	free_settings(cfg->run_limits, cfg->nrun_limits);
+	cfg->run = run;
+	cfg->nrun = nrun;
+	cfg->run_limits = lim;
+	cfg->nrun_limits = nlim;
+	return 0;
+}
+
 /* ---- the configuration's tables ------------------------------------- */
 
 #define CFG(field) .off = offsetof(struct config, field)
@@ -531,6 +729,7 @@ static const struct key check_keys[] = {
 static const struct key top_keys[] = {
 	{ .name = "sysfs_root", .parse = parse_path, CFG(sysfs_root) },
 	{ .name = "check", .parse = parse_section, .sub = check_keys },
+	{ .name = "run", .parse = parse_run },
 	{ .name = NULL }
 };
 
@@ -539,7 +738,7 @@ static const struct key top_keys[] = {
 static int
 unknown_key(struct parse *p, const struct key *keys)
 {
-	char valid[256];
+	char valid[384];
 	size_t o = 0;
 
 	valid[0] = '\0';
@@ -598,11 +797,27 @@ is_space(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+/* Line and column (from 1, columns in bytes) of BUF[OFF]. */
+static void
+position(const char *buf, size_t off, size_t *line, size_t *col)
+{
+	*line = 1;
+	*col = 1;
+	for (size_t i = 0; i < off; i++) {
+		if (buf[i] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else {
+			(*col)++;
+		}
+	}
+}
+
 /* cJSON reports where it stopped; turn that into what an editor shows. */
 static int
 syntax_error(struct parse *p, const char *buf, size_t len, const char *stop)
 {
-	size_t off = 0, line = 1, col = 1, end, n;
+	size_t off = 0, line, col, end, n;
 	const char *nl;
 	char excerpt[64];
 
@@ -620,14 +835,7 @@ syntax_error(struct parse *p, const char *buf, size_t len, const char *stop)
 		if (back > 0)
 			off = back - 1;
 	}
-	for (size_t i = 0; i < off; i++) {
-		if (buf[i] == '\n') {
-			line++;
-			col = 1;
-		} else {
-			col++;
-		}
-	}
+	position(buf, off, &line, &col);
 	if (buf[off] == '\0')
 		return fail(p, -EINVAL, "line %zu, column %zu: malformed JSON (a NUL byte)",
 		            line, col);
@@ -640,6 +848,29 @@ syntax_error(struct parse *p, const char *buf, size_t len, const char *stop)
 	            line, col, excerpt, end >= len ? " (end of input)" : "");
 }
 
+/*
+ * cJSON decodes "\u0000" into a C string that simply ends there, so
+ * "eth\u0000x" would be read as "eth" (and a key "timeout\u0000junk" as
+ * "timeout").  Find such an escape in BUF, a document cJSON accepted:
+ * returns its offset, or LEN when there is none.
+ */
+static size_t
+nul_escape(const char *buf, size_t len)
+{
+	bool in_string = false;
+
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] == '"') {
+			in_string = !in_string;
+		} else if (in_string && buf[i] == '\\' && i + 1 < len) {
+			if (buf[i + 1] == 'u' && i + 5 < len && memcmp(buf + i + 2, "0000", 4) == 0)
+				return i;
+			i++;  /* the escaped character, which may be a quote */
+		}
+	}
+	return len;
+}
+
 int
 config_load_buffer(struct config *cfg, const char *buf, size_t len,
                    const char *origin, char *err, size_t errlen)
@@ -648,6 +879,7 @@ config_load_buffer(struct config *cfg, const char *buf, size_t len,
 	const char *stop = NULL, *nul;
 	cJSON *root = NULL;
 	char *copy = NULL;
+	size_t off;
 	int rc;
 
 	if (err && errlen)
@@ -676,6 +908,21 @@ config_load_buffer(struct config *cfg, const char *buf, size_t len,
 		rc = type_error(&p, "an object at the top level", root);
 		goto out;
 	}
+	off = nul_escape(copy, len);
+	if (off < len) {
+		size_t line, col;
+
+		position(copy, off, &line, &col);
+		rc = fail(&p, -EINVAL, "line %zu, column %zu: \\u0000 (a NUL character) in a "
+		          "string: no key or value may hold one", line, col);
+		goto out;
+	}
+	free(cfg->origin);
+	cfg->origin = strdup(p.origin);
+	if (!cfg->origin) {
+		rc = fail(&p, -ENOMEM, "out of memory");
+		goto out;
+	}
 	rc = parse_object(&p, root, top_keys, cfg);
 out:
 	cJSON_Delete(root);
@@ -689,17 +936,36 @@ config_load_file(struct config *cfg, const char *file, char *err, size_t errlen)
 	struct parse p = { .origin = file, .err = err, .errlen = errlen };
 	size_t len = 0, cap = 0;
 	char *buf = NULL;
+	struct stat st;
 	int fd, rc;
 
 	if (err && errlen)
 		err[0] = '\0';
-	fd = open(file, O_RDONLY | O_CLOEXEC);
+	/* Without O_NONBLOCK, opening a FIFO waits for a writer that may
+	 * never come; with it, the open returns and the type is checked. */
+	fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		rc = -errno;
 		return fail(&p, rc, "cannot read: %s", strerror(-rc));
 	}
-	/* Read to EOF rather than trust st_size: the file may be a pipe
-	 * (--config /dev/stdin) or change while it is read. */
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		fail(&p, rc, "cannot read: %s", strerror(-rc));
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = fail(&p, -EISDIR, "cannot read: %s", strerror(EISDIR));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = fail(&p, -EINVAL, "not a regular file (%s): give the configuration as a file",
+		          S_ISFIFO(st.st_mode) ? "a FIFO or pipe" :
+		          S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" :
+		          "a socket or other special file");
+		goto out;
+	}
+	/* Read to EOF rather than trust st_size: the file may change while
+	 * it is read. */
 	for (;;) {
 		ssize_t n;
 
@@ -784,5 +1050,8 @@ config_free(struct config *cfg)
 	free_paths(cfg->paths, cfg->npaths);
 	free_list(cfg->nics, cfg->nnics);
 	free_list(cfg->ib_devices, cfg->nib_devices);
+	free_settings(cfg->run, cfg->nrun);
+	free_settings(cfg->run_limits, cfg->nrun_limits);
+	free(cfg->origin);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -3,7 +3,10 @@
  *
  * A configuration starts from config_init()'s defaults, is overlaid by a
  * JSON file (--config FILE, format in doc/vigil.conf.5), and then by
- * command-line flags, which main.c writes into the struct directly.
+ * command-line flags, which the commands (cmd_*.c) write into the struct
+ * directly.  The "run" section holds `vigil run`'s options as the site
+ * sets them; they are checked here, against the table in opts.h, and laid
+ * under the command line by opts_run_apply_config().
  *
  * The struct owns every string and array in it; config_free() releases
  * them.  Sizes are in the unit their name says; 0 (or an empty list)
@@ -22,6 +25,16 @@ struct config_path {
 	long long min_free_mb;     /* free space for unprivileged users */
 	long long min_free_inodes;
 	bool writable;             /* default true: a file can be created there */
+};
+
+struct opts_run;
+
+/* One value of the "run" section, or one of "run.limits" (opts.h). */
+struct config_setting {
+	const struct opts_run *opt; /* the option, a row of opts_run_table */
+	char *text;                /* a string value as given; NULL for a number or boolean */
+	double num;                /* a number (true: 1), and always a limit's value (seconds
+	                            * for durations) */
 };
 
 struct config {
@@ -58,14 +71,25 @@ struct config {
 	/* "check" */
 	double check_timeout_s;    /* a check that may block (storage) is cut off after this; default 10 */
 	double gather_timeout_s;   /* coordinator waits this long for every node's report; default 60 */
+
+	/* "run": `vigil run`'s options for every job of the site */
+	struct config_setting *run;
+	size_t nrun;
+	/* "run.limits": the most a user may ask for (max_resumes, grace, ...) */
+	struct config_setting *run_limits;
+	size_t nrun_limits;
+
+	char *origin;              /* the file last loaded (NULL: none), for messages */
 };
 
 /* Fill with defaults.  Never fails. */
 void config_init(struct config *cfg);
 
 /*
- * Overlay the JSON document in FILE.  Unknown keys, wrong types and
- * out-of-range values are errors.  On error returns a negative errno
+ * Overlay the JSON document in FILE, which must be a regular file: a FIFO
+ * or a device is refused at once (opened without blocking), never waited
+ * on.  Unknown keys, wrong types, out-of-range values and strings or keys
+ * holding a NUL character (\u0000) are errors.  On error returns a negative errno
  * (-ENOENT, -EACCES, -EINVAL, ...) and writes one line to ERR naming the
  * file, the key (e.g. "check.nics.min_speed_mbps") and the problem, for
  * example:

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "events.h"
 
@@ -17,24 +19,73 @@ struct events {
 	int fd;
 };
 
-int
-events_open(const char *path, struct events **out)
+/*
+ * What may receive events: a regular file; a pipe or FIFO that a reader
+ * holds open already (/dev/stdout in a pipeline); a terminal; /dev/null.
+ * Anything else (a device, a FIFO nobody reads) is refused with -EINVAL
+ * or -ENXIO and a reason in WHY.
+ */
+static int
+check_target(int fd, char *why, size_t whylen)
 {
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))
+		return 0;
+	/* /dev/null is character device 1:3 on Linux (devices.txt) */
+	if (S_ISCHR(st.st_mode) && (isatty(fd) || (major(st.st_rdev) == 1 && minor(st.st_rdev) == 3)))
+		return 0;
+	snprintf(why, whylen, "not a regular file, a pipe or a terminal: refused");
+	return -EINVAL;
+}
+
+int
+events_open_why(const char *path, struct events **out, char *why, size_t whylen)
+{
+	char scratch[160];
 	struct events *ev;
-	int rc;
+	int rc, flags;
 
 	*out = NULL;
+	if (!why || whylen == 0) {
+		why = scratch;
+		whylen = sizeof(scratch);
+	}
+	why[0] = '\0';
 	ev = malloc(sizeof(*ev));
 	if (!ev)
 		return -ENOMEM;
-	ev->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	/* O_NONBLOCK: opening a FIFO for writing otherwise waits for a reader
+	 * that may never come, with the whole agent stuck in open(). */
+	ev->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
 	if (ev->fd < 0) {
 		rc = -errno;
+		if (rc == -ENXIO)
+			snprintf(why, whylen, "a FIFO that nobody reads: refused rather than waited on");
+		free(ev);
+		return rc;
+	}
+	rc = check_target(ev->fd, why, whylen);
+	/* Back to blocking writes: an event is written whole (one write), as
+	 * on the agent's own stdout. */
+	flags = rc == 0 ? fcntl(ev->fd, F_GETFL) : -1;
+	if (rc == 0 && (flags < 0 || fcntl(ev->fd, F_SETFL, flags & ~O_NONBLOCK) < 0))
+		rc = -errno;
+	if (rc < 0) {
+		(void)close(ev->fd);  /* nothing was written */
 		free(ev);
 		return rc;
 	}
 	*out = ev;
 	return 0;
+}
+
+int
+events_open(const char *path, struct events **out)
+{
+	return events_open_why(path, out, NULL, 0);
 }
 
 void

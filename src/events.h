@@ -13,8 +13,18 @@
 
 struct events;
 
-/* Open (create, append) PATH.  Returns 0 or a negative errno. */
+/*
+ * Open (create, append) PATH without ever blocking: a regular file, or a
+ * pipe or FIFO a reader already holds open (--events /dev/stdout in a
+ * pipeline), a terminal, or /dev/null.  A FIFO nobody reads is refused
+ * (-ENXIO), and so is any other kind of file (-EINVAL).  Returns 0 or a
+ * negative errno.
+ */
 int events_open(const char *path, struct events **out);
+
+/* As events_open(), with a reason in WHY (WHYLEN bytes; empty when errno
+ * says it all) for what strerror() would not explain. */
+int events_open_why(const char *path, struct events **out, char *why, size_t whylen);
 
 /*
  * Build one event object (see include/vigil.h).  DETAILS is taken over

@@ -263,10 +263,14 @@ open_outputs(struct node *n)
 	if (n->out)
 		return 0;
 	n->out = output_new(STDOUT_FILENO, OUTPUT_CAP);
+	if (!n->out)
+		return -errno;
 	n->err = output_new(STDERR_FILENO, OUTPUT_CAP);
+	if (!n->err)
+		return -errno;
 	n->errlines = linebuf_new(TAIL_LINE_MAX);
 	n->outlines = linebuf_new(SCAN_LINE_MAX);
-	if (!n->out || !n->err || !n->errlines || !n->outlines)
+	if (!n->errlines || !n->outlines)
 		return -ENOMEM;
 	if (n->ro->tag_output) {
 		snprintf(prefix, sizeof(prefix), "[%s:%d] ", n->name, n->o.rank);
@@ -649,7 +653,12 @@ start_training(struct node *n)
 	}
 	n->cout = child_stdout_fd(n->child);
 	n->cerr = child_stderr_fd(n->child);
-	if (open_outputs(n) < 0 || loop_add_fd(n->loop, n->cout, POLLIN, on_child_fd, n) < 0 ||
+	rc = open_outputs(n);
+	if (rc < 0) {
+		LOG_ERR("cannot pass the training's output through: %s", strerror(-rc));
+		return rc;
+	}
+	if (loop_add_fd(n->loop, n->cout, POLLIN, on_child_fd, n) < 0 ||
 	    loop_add_fd(n->loop, n->cerr, POLLIN, on_child_fd, n) < 0)
 		return -ENOMEM;
 	return 0;

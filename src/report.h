@@ -1,11 +1,15 @@
 /*
- * report.h - `vigil report EVENTS [--json] [--plot FILE.svg]`: what an
- * event log (`--events`) says about a job, for people.
+ * report.h - what an event log (`--events`) says about a job, for people:
+ * the library behind `vigil report EVENTS [--json] [--plot FILE.svg]`
+ * (the command itself is cmd_report(), cmd.h).
  *
  * The log is read leniently: blank lines are skipped, a line that is not a
  * JSON object with a string "kind" is counted as malformed (the summary
  * says how many and where) and skipped, and kinds this version does not
- * know are ignored.  A requeued job appends to the log of its earlier
+ * know are ignored.  A torn line, half an event with the next event
+ * written on after it (what a full disk leaves), is malformed too, but
+ * the event glued to it is read, and when the half was a "job" event the
+ * run it ended still ends there (state "?").  A requeued job appends to the log of its earlier
  * runs: every "job" event ends a run, and the report describes the last
  * run (the events after the previous "job" event), naming the earlier
  * runs' outcomes; a log whose last run has no "job" event yet describes a
@@ -25,6 +29,7 @@
  *
  * --json prints the same as one object:
  *   file, events, malformed_lines, malformed_at (the first line numbers),
+ *   torn_lines, torn_at (the first line numbers),
  *   runs, earlier_runs [{state, exit_code, ended}],
  *   job {state, exit_code, reason, ended} (null while unfinished),
  *   first_event, last_event, seconds, precheck (verdict), checks_failed [],
@@ -56,11 +61,20 @@ struct report;
  */
 int report_load(const char *path, struct report **out);
 
+/* As report_load() from FP, read to its end (the caller closes it); NAME
+ * stands for the file in the summary. */
+int report_load_stream(FILE *fp, const char *name, struct report **out);
+
 /* NULL is a no-op. */
 void report_free(struct report *r);
 
 /* Lines that were not events. */
 size_t report_malformed(const struct report *r);
+
+/* Torn lines (among the malformed) from which an event was recovered;
+ * the first line numbers in *LINES, how many of them in *NLINES (either
+ * may be NULL). */
+size_t report_torn(const struct report *r, const size_t **lines, size_t *nlines);
 
 /* The summary for people.  Returns 0 or -EIO when writing failed. */
 int report_print(const struct report *r, FILE *out);
@@ -70,14 +84,5 @@ cJSON *report_json(const struct report *r);
 
 /* The SVG plot.  Returns 0 or -EIO when writing failed. */
 int report_plot(const struct report *r, FILE *out);
-
-/*
- * The `vigil report` command; ARGV[0] is "report".  Returns the exit
- * status: 0 (VIGIL_EXIT_OK); 64 (VIGIL_EXIT_USAGE) for a bad command line;
- * 84 (VIGIL_EXIT_INTERNAL) when the log cannot be read or the output (the
- * summary or the plot file) cannot be written, with a message naming the
- * file on stderr.  Malformed lines do not change the status.
- */
-int report_main(int argc, char **argv);
 
 #endif

@@ -1074,6 +1074,7 @@ launch(struct job *j)
 {
 	struct jobperf_ops po = { tick_send, perf_alert, perf_host, job_event, job_say, j };
 	struct msg m = { .kind = MSG_COMMAND };
+	int rc;
 
 	if (j->o->dry_run) {
 		j->description = node_describe(j->node);
@@ -1090,8 +1091,11 @@ launch(struct job *j)
 		return;
 	}
 	enter(j, PH_RUN, -1, NULL);
-	if (start_watch(j) < 0 || node_launch(j->node) < 0) {
-		LOG_ERR("out of memory");
+	rc = start_watch(j);
+	if (rc == 0)
+		rc = node_launch(j->node);
+	if (rc < 0) {
+		LOG_ERR("cannot start this node's part of the job: %s", strerror(-rc));
 		leave(j, VIGIL_EXIT_INTERNAL, false);
 		return;
 	}
@@ -1327,9 +1331,12 @@ set_up(struct job *j, int *argc, char ***argv)
 	loop_set_before_poll(j->loop, before_poll, j);
 	j->t0 = now_s(j);
 	if (j->rank == 0 && j->o->events) {
-		rc = events_open(j->o->events, &j->ev);
+		char why[160] = "";
+
+		rc = events_open_why(j->o->events, &j->ev, why, sizeof(why));
 		if (rc < 0)
-			LOG_ERR("cannot open the event log %s: %s", j->o->events, strerror(-rc));
+			LOG_ERR("cannot open the event log %s: %s", j->o->events,
+			        why[0] ? why : strerror(-rc));
 	}
 	snprintf(j->job_id, sizeof(j->job_id), "%s",
 	         getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "");

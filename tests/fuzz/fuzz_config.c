@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "opts.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -43,6 +44,22 @@ check_ok(const struct config *cfg)
 	    cfg->nic_min_speed_mbps < 0 || cfg->ib_min_rate_gbps < 0)
 		abort();
 	if ((unsigned)cfg->pcie_degraded > VERDICT_FAIL)
+		abort();
+	/* the run section: rows of the table, values its parsers accept */
+	for (size_t i = 0; i < cfg->nrun + cfg->nrun_limits; i++) {
+		const struct config_setting *s = i < cfg->nrun ? &cfg->run[i] :
+		                                 &cfg->run_limits[i - cfg->nrun];
+		char why[320];
+
+		if (s->opt < opts_run_table || s->opt >= opts_run_table + opts_run_count ||
+		    opts_run_check(s->opt, s->text, s->num, NULL, why, sizeof(why)) != 0)
+			abort();
+		if (i >= cfg->nrun && (!(s->opt->flags & OPTS_LIMIT) || !(s->num >= 0)))
+			abort();
+		if (i < cfg->nrun && !(s->opt->flags & OPTS_SITE))
+			abort();
+	}
+	if (!cfg->origin || strcmp(cfg->origin, "fuzz.json") != 0)
 		abort();
 }
 

@@ -36,9 +36,49 @@ trap 'exit 130' INT TERM
 mkdir "$work/corpus" "$work/artifacts"
 cp "$seeds"/* "$work/corpus/"
 
-# The key names, so that mutations keep producing documents the parser
-# walks beyond its first unknown key.
-cat > "$work/config.dict" <<'DICT'
+# Words of the input's language, so that mutations keep producing inputs
+# the parser walks far into: the configuration's keys, or the event log's.
+case $(basename "$fuzzer") in
+fuzz_events)
+	cat > "$work/fuzz.dict" <<'DICT'
+"{\"time\":"
+"\"2026-11-20T23:30:00.000Z\""
+"\"node\""
+"\"rank\""
+"\"kind\""
+"\"severity\""
+"\"message\""
+"\"details\""
+"\"job\""
+"\"perf\""
+"\"alert\""
+"\"exit\""
+"\"node_lost\""
+"\"fault\""
+"\"check\""
+"\"verdict\""
+"\"checkpoint\""
+"\"restart\""
+"\"stop\""
+"\"state\""
+"\"exit_code\""
+"\"signal\""
+"\"iter\""
+"\"node_e2e\""
+"\"e2e_min\""
+"\"e2e_mean\""
+"\"e2e_max\""
+"\"e2e_max_node\""
+"\"hw_mean\""
+"\"r_mean\""
+"\"straggler\""
+"\"value\""
+"1e999"
+"\x0a"
+DICT
+	;;
+*)
+	cat > "$work/fuzz.dict" <<'DICT'
 "\"sysfs_root\""
 "\"check\""
 "\"timeout\""
@@ -64,6 +104,19 @@ cat > "$work/config.dict" <<'DICT'
 "\"min_speed_mbps\""
 "\"ib_devices\""
 "\"ib_min_rate_gbps\""
+"\"run\""
+"\"grace\""
+"\"heartbeat\""
+"\"max_resumes\""
+"\"restart\""
+"\"hold_on_failure\""
+"\"ckpt_signal\""
+"\"mode\""
+"\"events\""
+"\"2m\""
+"\"1-00:00:00\""
+"\"%j\""
+"\\u0000"
 "\"pass\""
 "\"warn\""
 "\"fail\""
@@ -73,6 +126,8 @@ cat > "$work/config.dict" <<'DICT'
 "1e308"
 "-1"
 DICT
+	;;
+esac
 
 # Leaks and undefined behaviour are failures like crashes.
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
@@ -81,7 +136,7 @@ export ASAN_OPTIONS UBSAN_OPTIONS
 
 status=0
 "$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-	-max_len=16384 -dict="$work/config.dict" \
+	-max_len=16384 -dict="$work/fuzz.dict" \
 	-artifact_prefix="$work/artifacts/" -print_final_stats=1 \
 	"$work/corpus" > "$work/fuzz.log" 2>&1 || status=$?
 

@@ -117,6 +117,18 @@ if command -v rsvg-convert >/dev/null 2>&1; then
 	expect_eq "plot renders" 0 "$rc"
 fi
 
+# ---- a torn line (a full disk): the job's end cut short, the next job's
+# first event glued to it; the run boundary is kept, with a warning
+TORN="$SCRATCH/torn.jsonl"
+head -n 5 "$LOG" > "$TORN"
+printf '{"time":"2026-11-20T23:31:00.000Z","node":"n1","rank":0,"kind":"job","sev' >> "$TORN"
+printf '{"time":"2026-11-20T23:40:00.000Z","node":"n1","rank":0,"kind":"launch","severity":"info","message":"again","details":{}}\n' >> "$TORN"
+out=$("$VIGIL" report "$TORN" 2>"$SCRATCH/torn.err"); rc=$?
+expect_eq "torn log exit" 0 "$rc"
+has_line "the torn job still ends its run" "earlier runs:  ?" "$out"
+has_line "the glued event starts the next" "time:          2026-11-20T23:40:00.000Z to 2026-11-20T23:40:00.000Z (0.0 s)" "$out"
+expect_match "warning names the line" "warning: $TORN, line 6: a torn event" "$(cat "$SCRATCH/torn.err")"
+
 # ---- errors
 out=$("$VIGIL" report "$SCRATCH/absent.jsonl" 2>&1); rc=$?
 expect_eq "missing log exit" 84 "$rc"

@@ -206,7 +206,7 @@ static const struct bad bad_cases[] = {
 	{ "{\"check\": {\"nics\": {\"spee\": 1}}}",
 	  "cfg.json: check.nics.spee: unknown key (valid: required, min_speed_mbps, "
 	  "ib_devices, ib_min_rate_gbps)", NULL },
-	{ "{\"chekc\": {}}", "cfg.json: chekc: unknown key (valid: sysfs_root, check)", NULL },
+	{ "{\"chekc\": {}}", "cfg.json: chekc: unknown key (valid: sysfs_root, check, run)", NULL },
 	{ "{\"check\": {\"storage\": {\"paths\": [{\"path\": \"/a\", \"free\": 1}]}}}",
 	  NULL, "cfg.json: check.storage.paths[0].free: unknown key (valid: path," },
 	/* duplicates */
@@ -277,6 +277,46 @@ static const struct bad bad_cases[] = {
 	  "cfg.json: line 1, column 23: malformed JSON near \"tru}}\"", NULL },
 	{ "{\n\"check\": {\n", NULL, "cfg.json: line 2, column 10: malformed JSON" },
 	{ "", "cfg.json: line 1, column 1: malformed JSON (empty document)", NULL },
+	/* a NUL character (\u0000) in a value or a key: cJSON would cut the
+	 * string there ("eth" for "eth\u0000x", "check" for the key) */
+	{ "{\"check\": {\"nics\": {\"required\": [\"eth\\u0000x\"]}}}",
+	  "cfg.json: line 1, column 38: \\u0000 (a NUL character) in a string: no key or "
+	  "value may hold one", NULL },
+	{ "{\"check\\u0000x\": {}}", NULL, "cfg.json: line 1, column 8: \\u0000" },
+	/* the run section: the options' own parsers, JSON's types kept apart */
+	{ "{\"run\": []}", "cfg.json: run: expected an object, got an array", NULL },
+	{ "{\"run\": {\"gracee\": 1}}",
+	  NULL, "cfg.json: run.gracee: unknown key (valid: mode, precheck, grace, " },
+	{ "{\"run\": {\"time_limit\": 60}}",  /* one job's, not the site's */
+	  NULL, "cfg.json: run.time_limit: unknown key (valid: " },
+	{ "{\"run\": {\"grace\": 1, \"grace\": 2}}", "cfg.json: run.grace: duplicate key", NULL },
+	{ "{\"run\": {\"max_resumes\": \"3\"}}",
+	  "cfg.json: run.max_resumes: expected a whole number from 0 to 1000000, got \"3\"", NULL },
+	{ "{\"run\": {\"max_resumes\": 2.5}}",
+	  "cfg.json: run.max_resumes: expected a whole number from 0 to 1000000, got 2.5", NULL },
+	{ "{\"run\": {\"heartbeat\": 1e-300}}",
+	  "cfg.json: run.heartbeat: 1e-300 s is below the minimum of 0.1 s: a shorter heartbeat "
+	  "keeps every agent and the coordinator busy", NULL },
+	{ "{\"run\": {\"grace\": \"2 m\"}}", NULL, "cfg.json: run.grace: expected a duration" },
+	{ "{\"run\": {\"grace\": 1e999}}", NULL, "cfg.json: run.grace: expected a duration" },
+	{ "{\"run\": {\"resume\": 1}}", "cfg.json: run.resume: expected true or false, got 1",
+	  NULL },
+	{ "{\"run\": {\"output\": \"some\"}}",
+	  "cfg.json: run.output: expected all or coordinator, got \"some\"", NULL },
+	{ "{\"run\": {\"events\": \"/log/%q\"}}", NULL, "cfg.json: run.events: expected a path" },
+	{ "{\"run\": {\"notify\": \"\"}}", NULL, "cfg.json: run.notify: expected a non-empty" },
+	{ "{\"run\": {\"limits\": 3}}", "cfg.json: run.limits: expected an object, got 3", NULL },
+	{ "{\"run\": {\"limits\": {}, \"limits\": {}}}", "cfg.json: run.limits: duplicate key",
+	  NULL },
+	{ "{\"run\": {\"limits\": {\"heartbeat\": 1}}}",
+	  "cfg.json: run.limits.heartbeat: unknown key (valid: grace, max_resumes, restart, "
+	  "hold_on_failure)", NULL },
+	{ "{\"run\": {\"limits\": {\"grace\": 0.01}}}",
+	  NULL, "cfg.json: run.limits.grace: 0.01 s is below the minimum of 0.1 s" },
+	{ "{\"run\": {\"grace\": \"5m\", \"limits\": {\"grace\": 60}}}",
+	  "cfg.json: run.grace: 300 s is above run.limits.grace (60 s)", NULL },
+	{ "{\"run\": {\"limits\": {\"max_resumes\": 3}, \"max_resumes\": 4}}",
+	  "cfg.json: run.max_resumes: 4 is above run.limits.max_resumes (3)", NULL },
 };
 
 static void
@@ -310,7 +350,7 @@ test_error_message_one_line(void **state)
 
 	/* user text in the message (a key with a newline) stays on one line */
 	assert_int_equal(load(f, "{\"a\\nb\": 1}"), -EINVAL);
-	assert_string_equal(f->err, "cfg.json: a?b: unknown key (valid: sysfs_root, check)");
+	assert_string_equal(f->err, "cfg.json: a?b: unknown key (valid: sysfs_root, check, run)");
 	/* a NUL byte is not JSON text */
 	assert_int_equal(config_load_buffer(&f->cfg, "{\n \0}", 5, "cfg.json", f->err,
 	                                    sizeof(f->err)), -EINVAL);
@@ -403,6 +443,61 @@ test_overlay(void **state)
 	assert_string_equal(c->paths[0].path, "/tmp");
 }
 
+/* The "run" section as the site writes it: kept as given, checked once. */
+static void
+test_run_section(void **state)
+{
+	struct fixture *f = *state;
+	struct config *c = &f->cfg;
+
+	assert_null(c->run);
+	assert_int_equal(c->nrun_limits, 0);
+	assert_int_equal(load(f, "{\"run\": {\"grace\": \"2m\", \"heartbeat\": 2.5, "
+	                         "\"tag_output\": true, \"ckpt_signal\": 12, "
+	                         "\"events\": \"/var/log/vigil/%u-%j.jsonl\", "
+	                         "\"limits\": {\"grace\": \"3m\", \"max_resumes\": 20}}}"), 0);
+	assert_int_equal(c->nrun, 5);
+	assert_string_equal(c->run[0].text, "2m");
+	assert_null(c->run[1].text);
+	assert_true(c->run[1].num == 2.5);
+	assert_true(c->run[2].num == 1);
+	assert_true(c->run[3].num == 12);
+	assert_string_equal(c->run[4].text, "/var/log/vigil/%u-%j.jsonl");
+	assert_int_equal(c->nrun_limits, 2);
+	assert_true(c->run_limits[0].num == 180);  /* limits are numbers: "3m" is 180 s */
+	assert_true(c->run_limits[1].num == 20);
+	assert_string_equal(c->origin, "cfg.json");
+	/* a second document's run section replaces the first one's */
+	assert_int_equal(load(f, "{\"run\": {\"perf_window\": 7}}"), 0);
+	assert_int_equal(c->nrun, 1);
+	assert_int_equal(c->nrun_limits, 0);
+	/* a bad one leaves it */
+	assert_int_equal(load(f, "{\"run\": {\"perf_window\": 0}}"), -EINVAL);
+	assert_int_equal(c->nrun, 1);
+	assert_true(c->run[0].num == 7);
+	/* an escaped backslash before u0000 is text, not a NUL */
+	assert_int_equal(load(f, "{\"check\": {\"nics\": {\"required\": [\"a\\\\u0000\"]}}}"), 0);
+	assert_string_equal(c->nics[0], "a\\u0000");
+}
+
+/* A FIFO (or a device) as the configuration is refused at once, never
+ * waited on: opening a FIFO with no writer would block forever. */
+static void
+test_not_regular(void **state)
+{
+	struct fixture *f = *state;
+	char fifo[PATH_MAX + 16];
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo", f->dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(config_load_file(&f->cfg, fifo, f->err, sizeof(f->err)), -EINVAL);
+	assert_non_null(strstr(f->err, "/fifo: not a regular file (a FIFO or pipe)"));
+	assert_int_equal(unlink(fifo), 0);
+	assert_int_equal(config_load_file(&f->cfg, "/dev/null", f->err, sizeof(f->err)), -EINVAL);
+	assert_string_equal(f->err, "/dev/null: not a regular file (a device): give the "
+	                    "configuration as a file");
+}
+
 static void
 test_list_add(void **state)
 {
@@ -477,6 +572,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_file_too_large, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overlay, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_run_section, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_not_regular, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_add, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seed_corpus, setup, teardown),
 	};

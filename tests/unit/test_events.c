@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <cJSON.h>
 
@@ -178,6 +179,50 @@ test_pipe_log(void **state)
 	close(fds[0]);
 }
 
+/* A FIFO nobody reads is refused at once: opening it for writing would
+ * otherwise wait for a reader, with the whole agent stuck.  With a reader
+ * it is a pipe like /dev/stdout, and written whole lines. */
+static void
+test_fifo(void **state)
+{
+	struct fixture *f = *state;
+	struct events *ev = (struct events *)0x1;
+	char why[160], buf[512];
+	int rd;
+	ssize_t n;
+
+	assert_int_equal(mkfifo(f->path, 0600), 0);
+	assert_int_equal(events_open_why(f->path, &ev, why, sizeof(why)), -ENXIO);
+	assert_null(ev);
+	assert_string_equal(why, "a FIFO that nobody reads: refused rather than waited on");
+	rd = open(f->path, O_RDONLY | O_NONBLOCK);
+	assert_true(rd >= 0);
+	assert_int_equal(events_open_why(f->path, &ev, why, sizeof(why)), 0);
+	write_one(ev, "f", 0, "through a FIFO");
+	assert_int_equal(events_close(ev), 0);
+	n = read(rd, buf, sizeof(buf) - 1);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_non_null(strstr(buf, "\"through a FIFO\""));
+	close(rd);
+}
+
+/* /dev/null takes events; other devices do not. */
+static void
+test_devices(void **state)
+{
+	struct events *ev;
+	char why[160];
+
+	(void)state;
+	assert_int_equal(events_open_why("/dev/null", &ev, why, sizeof(why)), 0);
+	write_one(ev, "d", 0, "into nothing");
+	assert_int_equal(events_close(ev), 0);
+	assert_int_equal(events_open_why("/dev/zero", &ev, why, sizeof(why)), -EINVAL);
+	assert_null(ev);
+	assert_string_equal(why, "not a regular file, a pipe or a terminal: refused");
+}
+
 int
 main(void)
 {
@@ -186,6 +231,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_appends, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
 		cmocka_unit_test(test_pipe_log),
+		cmocka_unit_test_setup_teardown(test_fifo, setup, teardown),
+		cmocka_unit_test(test_devices),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

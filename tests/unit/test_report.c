@@ -18,6 +18,7 @@
 #include <cJSON.h>
 
 #include "vigil.h"
+#include "cmd.h"
 #include "report.h"
 
 /* Room for what `vigil report` wrote to stderr (slurp()). */
@@ -447,6 +448,78 @@ test_runs(void **state)
 	report_free(r);
 }
 
+/*
+ * A full disk leaves half an event, and the next event is then written on
+ * after it.  The half is skipped with a warning naming the line; the
+ * event glued to it is read, and a torn "job" event still ends its run.
+ */
+static void
+test_torn(void **state)
+{
+	struct fixture *f = *state;
+	struct report *r;
+	FILE *fp = fopen(f->log, "w");
+	const size_t *at;
+	size_t nat;
+	char *text;
+	cJSON *o;
+
+	assert_non_null(fp);
+	event(fp, 0, "n1", 0, "launch", "info", "starting the training", NULL);
+	/* 2: an exit cut short, the next (n2's exit) glued to it */
+	fputs("{\"time\":\"2026-11-20T23:30:01.000Z\",\"node\":", fp);
+	event(fp, 2, "n2", 1, "exit", "error", "training ended with status 3", "{\"exit_code\":3}");
+	/* 3: the job's end cut short: the run still ends here; the next
+	 * job's first event glued to it */
+	fputs("{\"time\":\"2026-11-20T23:30:03.000Z\",\"node\":\"n1\",\"rank\":0,"
+	      "\"kind\":\"job\",\"severity\":\"err", fp);
+	event(fp, 10, "n1", 0, "launch", "info", "starting the training", NULL);
+	event(fp, 11, "n1", 0, "exit", "info", "training ended with status 0", "{\"exit_code\":0}");
+	/* 5: cut short with nothing after it: only malformed */
+	fputs("{\"time\":\"2026-11-20T23:30:12.000Z\",\"node\":\"n1\"\n", fp);
+	/* 6: many candidates, none an event: bounded, nothing recovered */
+	for (int i = 0; i < 40; i++)
+		fputs("{\"time\":", fp);
+	fputc('\n', fp);
+	event(fp, 13, "n1", 0, "job", "info", "job succeeded", "{\"state\":\"success\",\"exit_code\":0}");
+	fclose(fp);
+
+	r = load(f->log);
+	assert_int_equal(report_malformed(r), 4);
+	assert_int_equal(report_torn(r, &at, &nat), 2);
+	assert_int_equal(nat, 2);
+	assert_int_equal(at[0], 2);
+	assert_int_equal(at[1], 3);
+	text = capture_text(r);
+	assert_line(text, "earlier runs:  ?");
+	assert_line(text, "job:           success, exit status 0");
+	assert_line(text, "malformed:     4 lines skipped (line 2, 3, 5, 6)");
+	assert_line(text, "torn:          2 lines with half an event, the event glued to it read "
+	            "(line 2, 3)");
+	assert_non_null(strstr(text, "(5 events; run 2 of 2 in this log)\n"));
+	free(text);
+	o = report_json(r);
+	assert_non_null(o);
+	assert_int_equal(cJSON_GetObjectItem(o, "torn_lines")->valueint, 2);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "torn_at")), 2);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o,
+	                    "earlier_runs"), 0), "ended")->valuestring, "2026-11-20T23:30:03.000Z");
+	cJSON_Delete(o);
+	report_free(r);
+
+	/* the first run, read alone, has n2's exit from the torn line */
+	fp = fopen(f->log, "w");
+	assert_non_null(fp);
+	fputs("{\"time\":\"2026-11-20T23:30:01.000Z\",\"node\":", fp);
+	event(fp, 2, "n2", 1, "exit", "error", "training ended with status 3", "{\"exit_code\":3}");
+	fclose(fp);
+	r = load(f->log);
+	text = capture_text(r);
+	assert_line(text, "  n2    rank 1    exit 3");
+	free(text);
+	report_free(r);
+}
+
 /* Names from the log reach the SVG escaped, and only as valid UTF-8. */
 static void
 test_svg_escaping(void **state)
@@ -481,7 +554,7 @@ test_svg_escaping(void **state)
 static char a_report[] = "report", a_json[] = "--json", a_plot[] = "--plot",
             a_help[] = "--help", a_bogus[] = "--bogus", a_other[] = "other.jsonl";
 
-/* report_main with its stdout and stderr sent to files; returns its status. */
+/* cmd_report with its stdout and stderr sent to files; returns its status. */
 static int
 run_cmd(struct fixture *f, int argc, char **argv)
 {
@@ -496,7 +569,7 @@ run_cmd(struct fixture *f, int argc, char **argv)
 	assert_true(saved_out >= 0 && saved_err >= 0 && out >= 0 && err >= 0);
 	dup2(out, STDOUT_FILENO);
 	dup2(err, STDERR_FILENO);
-	rc = report_main(argc, argv);
+	rc = cmd_report(argc, argv);
 	fflush(stdout);
 	fflush(stderr);
 	dup2(saved_out, STDOUT_FILENO);
@@ -577,6 +650,21 @@ test_command(void **state)
 
 		assert_int_equal(run_cmd(f, 3, argv), VIGIL_EXIT_USAGE);
 	}
+	/* a torn line: a warning that names the file and the line */
+	{
+		char *argv[] = { a_report, f->log, NULL };
+		FILE *fp = fopen(f->log, "a");
+
+		assert_non_null(fp);
+		fputs("{\"time\":\"2026-11-20T23:40:00.000Z\",\"no", fp);
+		event(fp, 700, "n1", 0, "launch", "info", "starting the training", NULL);
+		fclose(fp);
+		assert_int_equal(run_cmd(f, 2, argv), VIGIL_EXIT_OK);
+		err = slurp(f->err, ERR_SIZE, NULL);
+		assert_non_null(strstr(err, "vigil report: warning: "));
+		assert_non_null(strstr(err, "events.jsonl, line 216: a torn event"));
+		free(err);
+	}
 }
 
 int
@@ -589,6 +677,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_without_node_values, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_runs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_torn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_svg_escaping, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_command, setup, teardown),
 	};

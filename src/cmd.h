@@ -1,0 +1,81 @@
+/*
+ * cmd.h - vigil's commands, one file each, and what they share.
+ *
+ *   cmd_run.c     vigil run: its options (the table in opts.h), then run_job()
+ *   cmd_check.c   vigil check, and the check flags `run` takes too
+ *   cmd_slots.c   vigil slots
+ *   cmd_report.c  vigil report
+ *   cmd.c         usage errors, the node's name, slot discovery
+ *
+ * Each command takes ARGV[0] = its own name ("run") and returns the
+ * process's exit status (include/vigil.h).  They parse with getopt and
+ * reset it first, so a process (a unit test) may call them again.
+ */
+#ifndef VIGIL_CMD_H
+#define VIGIL_CMD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <getopt.h>
+
+struct config;
+struct slot;
+
+int cmd_run(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_slots(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+/* "vigil CMD: MESSAGE" and the pointer to --help on stderr; returns
+ * VIGIL_EXIT_USAGE. */
+int cmd_usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * This node's name, from VIGIL_NODE_NAME or else the hostname, into BUF.
+ * Names go into hostfiles, messages and events, so one that is not a
+ * valid host name (a newline, blanks, "evil slots=128") is refused:
+ * returns 0, or VIGIL_EXIT_USAGE after a message on stderr that says
+ * what is wrong and how to set a valid one.
+ */
+int cmd_node_name(char *buf, size_t len);
+
+/* The slots of TOPOLOGY (an lstopo XML file) or of this machine (NULL).
+ * Returns 0 or a negative errno, logged. */
+int cmd_discover(const char *topology, struct slot **slots, size_t *nslots);
+
+/*
+ * The flags that describe a healthy node, shared by `check` and `run`
+ * (its pre-check): kept aside while parsing, then laid over the
+ * configuration file, which they override.
+ */
+struct cmd_check_flags {
+	const char *config, *root, *topology, *slots, *timeout;
+	char **nics, **ibs, **paths;
+	size_t nnics, nibs, npaths;
+};
+
+/* Their getopt entries; the values are the `c` cmd_check_flag() takes. */
+#define CMD_CHECK_OPTIONS \
+	{ "config", required_argument, NULL, 'c' }, \
+	{ "sysfs-root", required_argument, NULL, 'r' }, \
+	{ "topology", required_argument, NULL, 't' }, \
+	{ "slots", required_argument, NULL, 's' }, \
+	{ "nic", required_argument, NULL, 'n' }, \
+	{ "ib", required_argument, NULL, 'i' }, \
+	{ "path", required_argument, NULL, 'p' }, \
+	{ "timeout", required_argument, NULL, 'T' }
+#define CMD_CHECK_NOPTIONS 8
+
+/* Take option C if it is a check flag: returns 1 when taken, 0 when it
+ * is not one of them, or an exit status (> 1) after a message. */
+int cmd_check_flag(const char *cmd, int c, const char *arg, struct cmd_check_flags *f);
+
+/* Load the configuration file named by --config, then lay the flags over
+ * it.  Returns 0 or an exit status after a message: usage (a bad flag
+ * value), config (a bad file), internal. */
+int cmd_check_flags_apply(const char *cmd, const struct cmd_check_flags *f, struct config *cfg);
+
+void cmd_check_flags_free(struct cmd_check_flags *f);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * cmd_slots.c - `vigil slots`: what discovery finds on this node.
+ */
+#include "autoconf.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cJSON.h>
+
+#include "vigil.h"
+#include "cmd.h"
+#include "log.h"
+#include "slots.h"
+#include "topo.h"
+
+static const char slots_usage[] =
+"usage: vigil slots [--json] [--topology FILE.xml]\n"
+"\n"
+"  --json            print one JSON object instead of a table\n"
+"  --topology FILE   read an lstopo XML export instead of this machine\n";
+
+int
+cmd_slots(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "topology", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *topology = NULL;
+	struct slot *slots = NULL;
+	size_t n = 0;
+	bool json = false;
+	int c, rc;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = true; break;
+		case 't': topology = optarg; break;
+		case 'h': fputs(slots_usage, stdout); return VIGIL_EXIT_OK;
+		default: return cmd_usage_error("slots", "invalid option");
+		}
+	}
+	if (optind < argc)
+		return cmd_usage_error("slots", "unexpected argument '%s'", argv[optind]);
+	if (cmd_discover(topology, &slots, &n) < 0)
+		return VIGIL_EXIT_INTERNAL;
+	if (json) {
+		cJSON *o = slots_to_json(slots, n);
+		char *text = o ? cJSON_Print(o) : NULL;
+
+		if (!text) {
+			LOG_ERR("out of memory");
+			rc = VIGIL_EXIT_INTERNAL;
+		} else {
+			printf("%s\n", text);
+			rc = VIGIL_EXIT_OK;
+		}
+		free(text);
+		cJSON_Delete(o);
+	} else {
+		slots_print_table(stdout, slots, n);
+		rc = VIGIL_EXIT_OK;
+	}
+	topo_slots_free(slots, n);
+	if (fflush(stdout) != 0)
+		rc = VIGIL_EXIT_INTERNAL;
+	return rc;
+}
