@@ -24,6 +24,15 @@ struct config_path {
 	bool writable;             /* default true: a file can be created there */
 };
 
+/* A required version: exactly VERSION, or with MINIMUM, VERSION or later. */
+struct config_version {
+	char version[64];          /* "550.54.15"; "" when nothing is required */
+	bool minimum;              /* written ">=550.54.15" */
+};
+
+/* The vendors of "check.slots.driver_version", in the order of enum slot_vendor. */
+#define CONFIG_NVENDORS 3
+
 struct config {
 	/* where sysfs and procfs are read from: "<root>/sys", "<root>/proc" */
 	char *sysfs_root;          /* default "/" */
@@ -58,6 +67,14 @@ struct config {
 	/* "check" */
 	double check_timeout_s;    /* a check that may block (storage) is cut off after this; default 10 */
 	double gather_timeout_s;   /* coordinator waits this long for every node's report; default 60 */
+
+	/* "check.slots.driver_version": per vendor (nvidia, amd, cambricon) */
+	struct config_version driver_version[CONFIG_NVENDORS];
+
+	/* "check.storage.ckpt_min_free_mb": free space the checkpoint directory
+	 * (vigil run --ckpt-dir) keeps while training runs, watched by the
+	 * inspection */
+	long long ckpt_min_free_mb;
 };
 
 /* Fill with defaults.  Never fails. */
