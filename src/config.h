@@ -65,7 +65,8 @@ struct config {
 	long long ib_min_rate_gbps;
 
 	/* "check" */
-	double check_timeout_s;    /* a check that may block (storage) is cut off after this; default 10 */
+	double check_timeout_s;    /* what may block (storage probes, vendor libraries) runs at once,
+	                            * cut off after this; default 10 */
 	double gather_timeout_s;   /* coordinator waits this long for every node's report; default 60 */
 
 	/* "check.slots.driver_version": per vendor (nvidia, amd, cambricon) */
