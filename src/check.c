@@ -1,54 +1,46 @@
 /*
- * check.c - the node health checks.
+ * check.c - the node health checks: the pre-check and `vigil check`.
  *
- * Each check gathers facts (hwmon for sysfs and procfs, libnuma, a probe
- * child for storage, getrlimit) into its details, then judges them: every
- * problem found is listed under details "problems", and the first of the
- * worst becomes the one-line reason a sysadmin reads as
- * "vigil: CHECK: REASON".
+ * Gather once (facts_gather()), then for each check: its facts as
+ * details, the judges' findings as its "problems", the first of the worst
+ * as the one-line reason a sysadmin reads as "vigil: CHECK: REASON", and
+ * a one-line summary when all is well.  The rules and their words live in
+ * judge.c, shared with the inspection.
  */
 #include "autoconf.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <numa.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "check.h"
+#include "facts.h"
 #include "hwmon.h"
-#include "log.h"
-#include "timed.h"
-#include "util.h"
-#include "vendor.h"
+#include "judge.h"
 
-#define MIB (1024.0 * 1024.0)
-#define NCHECKS 5
-
+/* One run: the facts, the rules, and allocation failure noted once. */
 struct run {
 	const struct check_ctx *ctx;
 	const struct config *cfg;
-	struct hwmon *hw;
+	const struct facts *facts;
+	const struct judge_rules *rules;
 	struct check_report *report;
 	bool oom;
 };
 
-/* One check being judged. */
-struct judge {
+/* The check being judged: the sink of its findings. */
+struct verdicts {
 	struct run *run;
 	struct check_result *r;
 	cJSON *problems;
-	int nproblems;
+	int n;
 };
 
-/* --- details, with allocation failure noted once per run --------------- */
+/* --- details ------------------------------------------------------------ */
 
 static cJSON *
 jadd(struct run *run, cJSON *obj, const char *key, cJSON *item)
@@ -92,6 +84,12 @@ jbool(struct run *run, cJSON *obj, const char *key, bool v)
 	jadd(run, obj, key, cJSON_CreateBool(v));
 }
 
+static void
+jnull(struct run *run, cJSON *obj, const char *key)
+{
+	jadd(run, obj, key, cJSON_CreateNull());
+}
+
 static cJSON *
 jobj(struct run *run, cJSON *obj, const char *key)
 {
@@ -104,142 +102,95 @@ jarr(struct run *run, cJSON *obj, const char *key)
 	return jadd(run, obj, key, cJSON_CreateArray());
 }
 
-/* --- judging ----------------------------------------------------------- */
-
-static void
-judge_start(struct judge *j, struct run *run, struct check_result *r)
-{
-	j->run = run;
-	j->r = r;
-	j->nproblems = 0;
-	j->problems = jarr(run, r->details, "problems");
-}
-
-static void problem(struct judge *j, enum verdict v, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* Record a problem; the first of the worst is the reason. */
-static void
-problem(struct judge *j, enum verdict v, const char *fmt, ...)
-{
-	char msg[sizeof(j->r->reason)];
-	va_list ap;
-
-	if (v == VERDICT_PASS)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	jstr(j->run, j->problems, NULL, msg);
-	j->nproblems++;
-	if (v > j->r->verdict) {
-		j->r->verdict = v;
-		memcpy(j->r->reason, msg, sizeof(msg));
-	}
-}
-
-static void judge_end(struct judge *j, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-/* Finish: a summary as the reason when all is well, else a count of the rest. */
-static void
-judge_end(struct judge *j, const char *fmt, ...)
-{
-	size_t len = strlen(j->r->reason);
-	va_list ap;
-
-	if (j->r->verdict == VERDICT_PASS) {
-		va_start(ap, fmt);
-		vsnprintf(j->r->reason, sizeof(j->r->reason), fmt, ap);
-		va_end(ap);
-	} else if (j->nproblems > 1 && len + 24 < sizeof(j->r->reason)) {
-		snprintf(j->r->reason + len, sizeof(j->r->reason) - len, " (+%d more)",
-		         j->nproblems - 1);
-	}
-}
-
 static const char *
 plural(long long n, const char *one, const char *many)
 {
 	return n == 1 ? one : many;
 }
 
-/* --- slots ------------------------------------------------------------- */
+/* --- verdicts ----------------------------------------------------------- */
 
-enum lib { LIB_NVML, LIB_CNDEV };
-
-struct vendor_reply {
-	int rc;
-	struct vendor_info info;
-};
-
-static int
-vendor_child(void *arg, int fd)
+/* The sink: every finding is a problem; the first of the worst is the reason. */
+static void
+take(void *arg, const struct judge_finding *f)
 {
-	struct vendor_reply rep;
+	struct verdicts *vs = arg;
 
-	memset(&rep, 0, sizeof(rep));
-	rep.rc = *(enum lib *)arg == LIB_NVML ? vendor_nvml_query(&rep.info)
-	                                      : vendor_cndev_query(&rep.info);
-	return util_write_all(fd, &rep, sizeof(rep)) < 0 ? 1 : 0;
+	jstr(vs->run, vs->problems, NULL, f->reason);
+	vs->n++;
+	if (f->verdict > vs->r->verdict) {
+		vs->r->verdict = f->verdict;
+		snprintf(vs->r->reason, sizeof(vs->r->reason), "%s", f->reason);
+	}
 }
 
-/*
- * Ask a vendor library about the boards, in a child: NVML can hang on a
- * wedged GPU.  Details go under KEY; returns the library's board count,
- * or -1 when it could not say.
- */
-static int
-ask_library(struct judge *j, enum lib lib, const char *key, size_t nboards, char *version,
-            size_t vlen)
+static void summary(struct verdicts *vs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* A passing check's reason: the summary FMT. */
+static void
+summary(struct verdicts *vs, const char *fmt, ...)
 {
-	struct run *run = j->run;
-	double timeout = run->cfg->check_timeout_s;
-	const char *what = lib == LIB_NVML ? "NVML" : "CNDev";
-	struct vendor_reply rep;
-	ssize_t n;
+	va_list ap;
+
+	if (vs->r->verdict != VERDICT_PASS)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(vs->r->reason, sizeof(vs->r->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* --- slots ------------------------------------------------------------- */
+
+static void
+slot_details(struct run *run, cJSON *arr, const struct facts_slot *s)
+{
+	const struct hwmon_pci *pci = &s->pci;
+	cJSON *o, *link, *aer;
+	char what[96];
+
+	o = jobj(run, arr, NULL);
+	jnum(run, o, "index", s->index);
+	jstr(run, o, "pci_bus_id", s->bus_id);
+	jstr(run, o, "vendor", slot_vendor_name(s->vendor));
+	jstr(run, o, "model", s->model);
+	jbool(run, o, "present", s->rc == 0);
+	if (s->rc < 0)
+		return;
+	jstr(run, o, "driver", pci->driver);
+	jstr(run, o, "module", pci->module);
+	link = jobj(run, o, "link");
+	jstr(run, link, "current_speed", pci->cur_speed);
+	jstr(run, link, "max_speed", pci->max_speed);
+	jcount(run, link, "current_width", pci->cur_width ? pci->cur_width : -1);
+	jcount(run, link, "max_width", pci->max_width ? pci->max_width : -1);
+	jbool(run, link, "degraded", judge_pcie_degraded(pci, what, sizeof(what)));
+	aer = jobj(run, o, "aer");
+	jcount(run, aer, "correctable", pci->aer_correctable);
+	jcount(run, aer, "nonfatal", pci->aer_nonfatal);
+	jcount(run, aer, "fatal", pci->aer_fatal);
+}
+
+static void
+library_details(struct run *run, cJSON *details, const char *key, const struct facts_library *l)
+{
 	cJSON *d;
 
-	d = jobj(run, j->r->details, key);
-	memset(&rep, 0, sizeof(rep));
-	n = timed_run(vendor_child, &lib, timeout, (char *)&rep, sizeof(rep), NULL);
-	if (n == -ETIMEDOUT) {
+	if (!l->asked)
+		return;
+	d = jobj(run, details, key);
+	if (l->job_rc < 0) {
 		jbool(run, d, "available", false);
-		jstr(run, d, "error", "timed out");
-		problem(j, VERDICT_WARN, "%s did not answer within %g s", what, timeout);
-		return -1;
+		jstr(run, d, "error", l->job_rc == -ETIMEDOUT ? "timed out"
+		                      : l->job_rc == -EPROTO  ? "the query process failed"
+		                                              : strerror(-l->job_rc));
+		return;
 	}
-	if (n != (ssize_t)sizeof(rep)) {
-		jbool(run, d, "available", false);
-		jstr(run, d, "error", n < 0 ? strerror((int)-n) : "the query process failed");
-		return -1;
-	}
-	rep.info.library[sizeof(rep.info.library) - 1] = '\0';
-	rep.info.version[sizeof(rep.info.version) - 1] = '\0';
-	rep.info.error[sizeof(rep.info.error) - 1] = '\0';
-	jstr(run, d, "library", rep.info.library);
-	jbool(run, d, "available", rep.rc == 0);
-	jstr(run, d, "version", rep.info.version);
-	jcount(run, d, "count", rep.info.count);
-	jstr(run, d, "error", rep.info.error);
-	if (rep.rc == -ENOENT || rep.rc == -ENOSYS) {
-		/* Not installed (or an unusable copy): the driver's own files
-		 * still tell the version, so this is a note, not a verdict. */
-		LOG_DEBUG("%s not usable: %s", what, rep.info.error);
-		return -1;
-	}
-	if (rep.rc < 0) {
-		/* Installed but failing, e.g. "Driver/library version
-		 * mismatch" after a driver update without a reboot. */
-		problem(j, VERDICT_WARN, "%s: %s", what, rep.info.error);
-	}
-	if (rep.info.version[0] && !version[0])
-		snprintf(version, vlen, "%s", rep.info.version);
-	if (rep.info.count >= 0 && (size_t)rep.info.count < nboards)
-		problem(j, VERDICT_FAIL, "%s sees %d %s, %zu %s found", what, rep.info.count,
-		        plural(rep.info.count, "board", "boards"), nboards,
-		        plural((long long)nboards, "slot", "slots"));
-	return rep.info.count;
+	jstr(run, d, "library", l->info.library);
+	jbool(run, d, "available", l->rc == 0);
+	jstr(run, d, "version", l->info.version);
+	jcount(run, d, "count", l->info.count);
+	jstr(run, d, "error", l->info.error);
 }
 
 static int
@@ -250,21 +201,21 @@ cmp_str(const void *a, const void *b)
 
 /* Distinct models, sorted, joined with ", " (cut at a whole model). */
 static int
-facts_models(const struct slot *slots, size_t n, char *out, size_t len)
+report_models(const struct facts *f, char *out, size_t len)
 {
 	const char **v;
 	size_t used = 0;
 
 	out[0] = '\0';
-	if (n == 0)
+	if (f->nslots == 0)
 		return 0;
-	v = calloc(n, sizeof(*v));
+	v = calloc(f->nslots, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		v[i] = slots[i].model;
-	qsort(v, n, sizeof(*v), cmp_str);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < f->nslots; i++)
+		v[i] = f->slots[i].model;
+	qsort(v, f->nslots, sizeof(*v), cmp_str);
+	for (size_t i = 0; i < f->nslots; i++) {
 		size_t need;
 
 		if (!v[i][0] || (i > 0 && strcmp(v[i], v[i - 1]) == 0))
@@ -278,534 +229,177 @@ facts_models(const struct slot *slots, size_t n, char *out, size_t len)
 	return 0;
 }
 
-/* The driver version of VENDOR's boards, from the files the driver keeps. */
+/* One vendor: the bare version; several: "nvidia 535.104.05, amd 6.3.6". */
 static void
-driver_version(struct hwmon *hw, enum slot_vendor vendor, const char *bus_id,
-               const char *module, char *buf, size_t len)
+report_driver(const struct facts *f, char *out, size_t len)
 {
-	buf[0] = '\0';
-	switch (vendor) {
-	case SLOT_VENDOR_NVIDIA:
-		if (hwmon_nvidia_version(hw, buf, len) == 0)
-			return;
-		if (hwmon_module_version(hw, module[0] ? module : "nvidia", buf, len) == 0)
-			return;
-		break;
-	case SLOT_VENDOR_AMD:
-		if (hwmon_module_version(hw, module[0] ? module : "amdgpu", buf, len) == 0)
-			return;
-		break;
-	case SLOT_VENDOR_CAMBRICON:
-		if (bus_id && hwmon_cambricon_version(hw, bus_id, buf, len) == 0)
-			return;
-		if (hwmon_module_version(hw, module[0] ? module : "cambricon_drv", buf, len) == 0)
-			return;
-		break;
+	unsigned nv = 0;
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (unsigned v = 0; v < FACTS_NVENDORS; v++)
+		nv += f->drivers[v].nslots && f->drivers[v].version[0];
+	for (unsigned v = 0; v < FACTS_NVENDORS; v++) {
+		const struct facts_driver *d = &f->drivers[v];
+		int w;
+
+		if (!d->nslots || !d->version[0])
+			continue;
+		if (nv == 1)
+			w = snprintf(out, len, "%s", d->version);
+		else
+			w = snprintf(out + used, len - used, "%s%s %s", used ? ", " : "",
+			             slot_vendor_name((enum slot_vendor)v), d->version);
+		if (w < 0 || used + (size_t)w >= len)
+			break;
+		used += (size_t)w;
 	}
-	buf[0] = '\0';
 }
 
-#define NVENDORS 3
-
-static int
-check_slots(struct run *run, struct check_result *r)
+static void
+check_slots(struct verdicts *vs, struct judge *j)
 {
-	const struct config *cfg = run->cfg;
-	const struct slot *slots = run->ctx->slots;
-	size_t nslots = run->ctx->slots ? run->ctx->nslots : 0;
-	struct check_facts *facts = &run->report->facts;
-	char versions[NVENDORS][64] = { "", "", "" };
-	char modules[NVENDORS][64] = { "", "", "" };
-	const char *first_bus[NVENDORS] = { NULL, NULL, NULL };
-	size_t per_vendor[NVENDORS] = { 0, 0, 0 };
+	struct run *run = vs->run;
+	const struct facts *f = run->facts;
+	const struct judge_rules *rules = run->rules;
+	const struct check_facts *cf = &run->report->facts;
+	cJSON *d = vs->r->details, *arr, *drivers;
 	size_t present = 0;
-	cJSON *arr, *drivers;
-	struct judge j;
-	int rc;
 
-	judge_start(&j, run, r);
-	if (cfg->slots_expected >= 0)
-		jnum(run, r->details, "expected", cfg->slots_expected);
+	if (rules->slots_expected >= 0)
+		jnum(run, d, "expected", rules->slots_expected);
 	else
-		jadd(run, r->details, "expected", cJSON_CreateNull());
-	jnum(run, r->details, "count", (double)nslots);
-	if (cfg->slots_expected >= 0 && nslots < (size_t)cfg->slots_expected)
-		problem(&j, VERDICT_FAIL, "found %zu %s, expected %d", nslots,
-		        plural((long long)nslots, "slot", "slots"), cfg->slots_expected);
+		jnull(run, d, "expected");
+	jnum(run, d, "count", (double)f->nslots);
+	judge_slot_count(j, f->nslots, rules);
+	arr = jarr(run, d, "slots");
+	for (size_t i = 0; i < f->nslots; i++) {
+		const struct facts_slot *s = &f->slots[i];
 
-	arr = jarr(run, r->details, "slots");
-	for (size_t i = 0; i < nslots; i++) {
-		const struct slot *s = &slots[i];
-		unsigned vi = (unsigned)s->vendor < NVENDORS ? (unsigned)s->vendor : 0;
-		struct hwmon_pci pci;
-		cJSON *o, *link, *aer;
-		bool degraded;
-
-		o = jobj(run, arr, NULL);
-		jnum(run, o, "index", s->index);
-		jstr(run, o, "pci_bus_id", s->pci_bus_id);
-		jstr(run, o, "vendor", slot_vendor_name(s->vendor));
-		jstr(run, o, "model", s->model);
-		per_vendor[vi]++;
-
-		rc = hwmon_pci_read(run->hw, s->pci_bus_id, &pci);
-		jbool(run, o, "present", rc == 0);
-		if (rc == -ENOENT) {
-			problem(&j, VERDICT_FAIL, "slot %d (%s) is missing from the PCI bus", s->index,
-			        s->pci_bus_id);
+		slot_details(run, arr, s);
+		if (!judge_slot_present(j, s))
 			continue;
-		}
-		if (rc < 0) {
-			problem(&j, VERDICT_FAIL, "slot %d (%s) cannot be read: %s", s->index,
-			        s->pci_bus_id, strerror(-rc));
-			continue;
-		}
 		present++;
-		if (!first_bus[vi])
-			first_bus[vi] = s->pci_bus_id;
-		if (!modules[vi][0] && pci.module[0])
-			snprintf(modules[vi], sizeof(modules[vi]), "%s", pci.module);
-		jstr(run, o, "driver", pci.driver);
-		jstr(run, o, "module", pci.module);
-		if (!pci.driver[0] && cfg->driver_required)
-			problem(&j, VERDICT_FAIL, "slot %d (%s) has no driver bound", s->index,
-			        s->pci_bus_id);
-
-		link = jobj(run, o, "link");
-		jstr(run, link, "current_speed", pci.cur_speed);
-		jstr(run, link, "max_speed", pci.max_speed);
-		jcount(run, link, "current_width", pci.cur_width ? pci.cur_width : -1);
-		jcount(run, link, "max_width", pci.max_width ? pci.max_width : -1);
-		{
-			char what[96];
-
-			degraded = check_pcie_degraded(&pci, what, sizeof(what));
-			if (degraded)
-				problem(&j, cfg->pcie_degraded, "slot %d (%s) PCIe link degraded: %s",
-				        s->index, s->pci_bus_id, what);
-		}
-		jbool(run, link, "degraded", degraded);
-
-		aer = jobj(run, o, "aer");
-		jcount(run, aer, "correctable", pci.aer_correctable);
-		jcount(run, aer, "nonfatal", pci.aer_nonfatal);
-		jcount(run, aer, "fatal", pci.aer_fatal);
-		if (pci.aer_fatal > 0)
-			problem(&j, VERDICT_FAIL, "slot %d (%s) has %lld fatal PCIe AER %s", s->index,
-			        s->pci_bus_id, pci.aer_fatal, plural(pci.aer_fatal, "error", "errors"));
-		if (pci.aer_nonfatal > 0)
-			problem(&j, VERDICT_WARN, "slot %d (%s) has %lld non-fatal PCIe AER %s",
-			        s->index, s->pci_bus_id, pci.aer_nonfatal,
-			        plural(pci.aer_nonfatal, "error", "errors"));
-		if (cfg->aer_correctable_max >= 0 && pci.aer_correctable > cfg->aer_correctable_max)
-			problem(&j, VERDICT_WARN,
-			        "slot %d (%s) has %lld correctable PCIe AER errors (limit %lld)",
-			        s->index, s->pci_bus_id, pci.aer_correctable, cfg->aer_correctable_max);
+		judge_slot_driver(j, s, rules);
+		judge_pcie_link(j, s, rules);
+		judge_aer(j, s, NULL, rules);
 	}
-
-	drivers = jobj(run, r->details, "drivers");
-	for (unsigned v = 0; v < NVENDORS; v++) {
-		if (!per_vendor[v])
+	drivers = jobj(run, d, "drivers");
+	for (unsigned v = 0; v < FACTS_NVENDORS; v++) {
+		if (!f->drivers[v].nslots)
 			continue;
-		driver_version(run->hw, (enum slot_vendor)v, first_bus[v], modules[v], versions[v],
-		               sizeof(versions[v]));
+		jstr(run, drivers, slot_vendor_name((enum slot_vendor)v), f->drivers[v].version);
+		judge_driver_version(j, (enum slot_vendor)v, &f->drivers[v], rules);
 	}
-	/* The vendors' libraries describe the live system only. */
-	if (hwmon_is_live(run->hw)) {
-		if (per_vendor[SLOT_VENDOR_NVIDIA])
-			ask_library(&j, LIB_NVML, "nvml", per_vendor[SLOT_VENDOR_NVIDIA],
-			            versions[SLOT_VENDOR_NVIDIA], sizeof(versions[0]));
-		if (per_vendor[SLOT_VENDOR_CAMBRICON])
-			ask_library(&j, LIB_CNDEV, "cndev", per_vendor[SLOT_VENDOR_CAMBRICON],
-			            versions[SLOT_VENDOR_CAMBRICON], sizeof(versions[0]));
-	}
-	for (unsigned v = 0; v < NVENDORS; v++)
-		if (per_vendor[v])
-			jstr(run, drivers, slot_vendor_name((enum slot_vendor)v), versions[v]);
-
-	/* Facts the coordinator compares across nodes. */
-	facts->nslots = (int)nslots;
-	rc = facts_models(slots, nslots, facts->models, sizeof(facts->models));
-	if (rc < 0)
-		return rc;
-	facts->driver[0] = '\0';
-	{
-		unsigned nv = 0;
-		size_t used = 0;
-
-		for (unsigned v = 0; v < NVENDORS; v++)
-			nv += per_vendor[v] && versions[v][0];
-		for (unsigned v = 0; v < NVENDORS; v++) {
-			int w;
-
-			if (!per_vendor[v] || !versions[v][0])
-				continue;
-			/* One vendor: the bare version; several: "nvidia 535.104.05, amd 6.3.6". */
-			if (nv == 1)
-				w = snprintf(facts->driver, sizeof(facts->driver), "%s", versions[v]);
-			else
-				w = snprintf(facts->driver + used, sizeof(facts->driver) - used, "%s%s %s",
-				             used ? ", " : "", slot_vendor_name((enum slot_vendor)v),
-				             versions[v]);
-			if (w < 0 || used + (size_t)w >= sizeof(facts->driver))
-				break;
-			used += (size_t)w;
-		}
-	}
-
-	if (nslots == 0)
-		judge_end(&j, "no accelerator slots");
-	else if (facts->driver[0])
-		judge_end(&j, "%zu %s present (%s), driver %s", present,
-		          plural((long long)present, "slot", "slots"), facts->models, facts->driver);
+	library_details(run, d, "nvml", &f->nvml);
+	library_details(run, d, "cndev", &f->cndev);
+	judge_library(j, "NVML", &f->nvml, f->drivers[SLOT_VENDOR_NVIDIA].nslots, rules);
+	judge_library(j, "CNDev", &f->cndev, f->drivers[SLOT_VENDOR_CAMBRICON].nslots, rules);
+	if (f->nslots == 0)
+		summary(vs, "no accelerator slots");
+	else if (cf->driver[0])
+		summary(vs, "%zu %s present (%s), driver %s", present,
+		        plural((long long)present, "slot", "slots"), cf->models, cf->driver);
 	else
-		judge_end(&j, "%zu %s present (%s)", present,
-		          plural((long long)present, "slot", "slots"), facts->models);
-	return 0;
+		summary(vs, "%zu %s present (%s)", present, plural((long long)present, "slot", "slots"),
+		        cf->models);
 }
 
 /* --- memory ------------------------------------------------------------ */
 
-/*
- * libnuma's view of the live system.  It reads the same sysfs files, but
- * also knows which nodes this process may use.  -ENOSYS without NUMA
- * support, so the caller falls back to sysfs.
- */
-static int
-numa_nodes_live(struct hwmon_numa_node **out, size_t *n)
-{
-	struct hwmon_numa_node *v;
-	size_t cnt = 0;
-	int max;
-
-	*out = NULL;
-	*n = 0;
-	if (numa_available() < 0)
-		return -ENOSYS;
-	max = numa_max_node();
-	if (max < 0)
-		return -ENOSYS;
-	v = calloc((size_t)max + 1, sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	for (int node = 0; node <= max; node++) {
-		long long free_bytes = 0, total;
-
-		if (numa_nodes_ptr && !numa_bitmask_isbitset(numa_nodes_ptr, (unsigned)node))
-			continue;
-		total = numa_node_size64(node, &free_bytes);
-		if (total < 0)
-			continue;
-		v[cnt].node = node;
-		v[cnt].total_kb = total / 1024;
-		v[cnt].free_kb = free_bytes / 1024;
-		cnt++;
-	}
-	if (cnt == 0) {
-		free(v);
-		return -ENOSYS;
-	}
-	*out = v;
-	*n = cnt;
-	return 0;
-}
-
 static void
-judge_memory(struct judge *j, const struct hwmon_numa_node *nodes, size_t n, long long min_mb)
+check_memory(struct verdicts *vs, struct judge *j)
 {
-	struct run *run = j->run;
+	struct run *run = vs->run;
+	const struct facts_memory *m = &run->facts->memory;
+	cJSON *d = vs->r->details, *arr;
 	long long lowest = -1;
 	int lowest_node = -1;
-	cJSON *arr;
 
-	arr = jarr(run, j->r->details, "nodes");
-	for (size_t i = 0; i < n; i++) {
-		long long free_mb = nodes[i].free_kb / 1024;
+	jnum(run, d, "min_free_mb", (double)run->rules->mem_min_free_mb);
+	jstr(run, d, "source", m->source);
+	judge_memory(j, m, run->rules);
+	if (m->rc < 0 || m->n == 0)
+		return;
+	arr = jarr(run, d, "nodes");
+	for (size_t i = 0; i < m->n; i++) {
+		long long free_mb = m->nodes[i].free_kb / 1024;
 		cJSON *o = jobj(run, arr, NULL);
 
-		jnum(run, o, "node", nodes[i].node);
-		jnum(run, o, "total_mb", (double)(nodes[i].total_kb / 1024));
+		jnum(run, o, "node", m->nodes[i].node);
+		jnum(run, o, "total_mb", (double)(m->nodes[i].total_kb / 1024));
 		jnum(run, o, "free_mb", (double)free_mb);
-		/* Memoryless nodes (CPU-only, or only devices) have nothing to free. */
-		if (nodes[i].total_kb <= 0)
-			continue;
-		if (lowest < 0 || free_mb < lowest) {
+		if (m->nodes[i].total_kb > 0 && (lowest < 0 || free_mb < lowest)) {
 			lowest = free_mb;
-			lowest_node = nodes[i].node;
+			lowest_node = m->nodes[i].node;
 		}
-		if (min_mb > 0 && free_mb < min_mb)
-			problem(j, VERDICT_FAIL, "NUMA node %d has %lld MB free, below %lld MB",
-			        nodes[i].node, free_mb, min_mb);
 	}
 	if (lowest >= 0)
-		judge_end(j, "%lld MB free on the emptiest of %zu NUMA %s (node %d)", lowest, n,
-		          plural((long long)n, "node", "nodes"), lowest_node);
+		summary(vs, "%lld MB free on the emptiest of %zu NUMA %s (node %d)", lowest, m->n,
+		        plural((long long)m->n, "node", "nodes"), lowest_node);
 	else
-		judge_end(j, "no NUMA node with memory");
+		summary(vs, "no NUMA node with memory");
 }
 
-static int
-check_memory(struct run *run, struct check_result *r)
-{
-	long long min_mb = run->cfg->mem_min_free_mb;
-	struct hwmon_numa_node *nodes = NULL;
-	const char *source;
-	struct judge j;
-	size_t n = 0;
-	int rc = -ENOSYS;
-
-	judge_start(&j, run, r);
-	jnum(run, r->details, "min_free_mb", (double)min_mb);
-	source = "libnuma";
-	if (hwmon_is_live(run->hw))
-		rc = numa_nodes_live(&nodes, &n);
-	if (rc == -ENOMEM)
-		return rc;
-	if (rc < 0 || n == 0) {
-		free(nodes);
-		nodes = NULL;
-		n = 0;
-		rc = hwmon_memory_nodes(run->hw, &nodes, &n, &source);
-		if (rc == -ENOMEM)
-			return rc;
-	}
-	if (n == 0) {
-		jadd(run, r->details, "source", cJSON_CreateNull());
-		problem(&j, min_mb > 0 ? VERDICT_FAIL : VERDICT_WARN,
-		        "cannot read free memory (sys/devices/system/node, proc/meminfo): %s",
-		        strerror(-rc));
-		judge_end(&j, "%s", "");
-		return 0;
-	}
-	jstr(run, r->details, "source", source);
-	judge_memory(&j, nodes, n, min_mb);
-	free(nodes);
-	return 0;
-}
-
-/* --- storage (the probe serves the inspection too) --------------------- */
-
-struct probe_arg {
-	const char *path;
-	bool writable;
-};
-
-/*
- * Append V in decimal to BUF (LEN bytes, NUL-terminated, *POS used): what
- * snprintf("%lu") would write, without snprintf(), which is not on the
- * async-signal-safe list.
- */
-static void
-put_decimal(char *buf, size_t len, size_t *pos, unsigned long v)
-{
-	char digits[24];
-	size_t n = 0;
-
-	do {
-		digits[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v > 0);
-	while (n > 0 && *pos + 1 < len)
-		buf[(*pos)++] = digits[--n];
-	buf[*pos] = '\0';
-}
+/* --- storage ----------------------------------------------------------- */
 
 static void
-put_text(char *buf, size_t len, size_t *pos, const char *s)
+path_details(struct run *run, cJSON *arr, const struct config_path *c, const struct facts_path *p)
 {
-	while (*s && *pos + 1 < len)
-		buf[(*pos)++] = *s++;
-	buf[*pos] = '\0';
-}
+	const struct facts_dir *dir = &p->dir;
+	cJSON *o = jobj(run, arr, NULL);
 
-/*
- * In the child: open the path once and do everything through that
- * descriptor.  On a dead NFS server it is the open (or the statvfs) that
- * hangs, and opening a FIFO for reading blocks the same way: the parent's
- * deadline covers both.  Only async-signal-safe calls: the agent may have
- * MPI threads (the inspection runs this from the agent's loop).
- */
-static int
-probe_child(void *arg, int out)
-{
-	const struct probe_arg *a = arg;
-	struct check_dir_probe rep;
-	struct statvfs sv;
-	struct stat st;
-	int fd;
-
-	memset(&rep, 0, sizeof(rep));
-	rep.write_err = -1;
-	fd = open(a->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0 && errno == EACCES)
-		fd = open(a->path, O_PATH | O_CLOEXEC);  /* searchable, not listable */
-	if (fd < 0) {
-		rep.err = errno;
-		goto out;
-	}
-	if (fstat(fd, &st) < 0) {
-		rep.err = errno;
-		goto out;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		rep.not_dir = true;
-		goto out;
-	}
-	if (fstatvfs(fd, &sv) < 0) {
-		rep.err = errno;
-		goto out;
-	}
-	rep.bavail = sv.f_bavail;
-	rep.frsize = sv.f_frsize ? sv.f_frsize : sv.f_bsize;
-	rep.favail = sv.f_favail;
-	rep.files = sv.f_files;
-	rep.flag = sv.f_flag;
-	if (a->writable) {
-		struct timespec ts;
-		char name[64];
-		size_t pos = 0;
-		int wfd;
-
-		(void)clock_gettime(CLOCK_REALTIME, &ts);  /* only makes the name unique */
-		put_text(name, sizeof(name), &pos, ".vigil-check-");
-		put_decimal(name, sizeof(name), &pos, (unsigned long)getpid());
-		put_text(name, sizeof(name), &pos, "-");
-		put_decimal(name, sizeof(name), &pos, (unsigned long)ts.tv_nsec);
-		wfd = openat(fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600);
-		if (wfd < 0) {
-			rep.write_err = errno;
-		} else {
-			rep.write_err = 0;
-			if (close(wfd) < 0)
-				rep.write_err = errno;
-			if (unlinkat(fd, name, 0) < 0 && !rep.write_err)
-				rep.write_err = errno;
-		}
-	}
-out:
-	if (fd >= 0)
-		(void)close(fd);
-	return util_write_all(out, &rep, sizeof(rep)) < 0 ? 1 : 0;
-}
-
-int
-check_probe_dir(const char *path, bool writable, double timeout_s, struct check_dir_probe *out)
-{
-	struct probe_arg arg = { path, writable };
-	ssize_t n;
-
-	memset(out, 0, sizeof(*out));
-	n = timed_run(probe_child, &arg, timeout_s, (char *)out, sizeof(*out), NULL);
-	if (n < 0)
-		return (int)n;
-	/* A child that died or could not write: timed_run() itself never
-	 * fails with EPROTO (it comes from no pipe, fork, poll or wait). */
-	if (n != (ssize_t)sizeof(*out))
-		return -EPROTO;
-	out->free_mb = (long long)((double)out->bavail * (double)out->frsize / MIB);
-	return 0;
-}
-
-static void
-judge_path(struct judge *j, cJSON *arr, const struct config_path *p, double timeout)
-{
-	struct run *run = j->run;
-	struct check_dir_probe rep;
-	cJSON *o;
-	int rc;
-
-	o = jobj(run, arr, NULL);
-	jstr(run, o, "path", p->path);
-	rc = check_probe_dir(p->path, p->writable, timeout, &rep);
-	jbool(run, o, "timed_out", rc == -ETIMEDOUT);
-	if (rc == -ETIMEDOUT) {
-		problem(j, VERDICT_FAIL, "%s timed out after %g s", p->path, timeout);
+	jstr(run, o, "path", c->path);
+	jbool(run, o, "timed_out", p->rc == -ETIMEDOUT);
+	if (p->rc == -ETIMEDOUT)
+		return;
+	if (p->rc < 0 || dir->err || dir->not_dir) {
+		jstr(run, o, "error", p->rc == -EPROTO ? "probe failed"
+		                      : p->rc < 0      ? strerror(-p->rc)
+		                      : dir->err       ? strerror(dir->err)
+		                                       : strerror(ENOTDIR));
 		return;
 	}
-	if (rc == -EPROTO) {
-		jstr(run, o, "error", "probe failed");
-		problem(j, VERDICT_FAIL, "%s: the probe failed", p->path);
-		return;
-	}
-	if (rc < 0) {
-		jstr(run, o, "error", strerror(-rc));
-		problem(j, VERDICT_FAIL, "%s: cannot run the probe: %s", p->path, strerror(-rc));
-		return;
-	}
-	if (rep.err) {
-		jstr(run, o, "error", strerror(rep.err));
-		if (rep.err == ENOENT)
-			problem(j, VERDICT_FAIL, "%s is missing", p->path);
-		else
-			problem(j, VERDICT_FAIL, "%s: %s", p->path, strerror(rep.err));
-		return;
-	}
-	if (rep.not_dir) {
-		jstr(run, o, "error", strerror(ENOTDIR));
-		problem(j, VERDICT_FAIL, "%s is not a directory", p->path);
-		return;
-	}
-	jnum(run, o, "free_mb", (double)rep.free_mb);
-	jnum(run, o, "min_free_mb", (double)p->min_free_mb);
+	jnum(run, o, "free_mb", (double)dir->free_mb);
+	jnum(run, o, "min_free_mb", (double)c->min_free_mb);
 	/* Filesystems that allocate inodes on demand (btrfs) report none. */
-	jcount(run, o, "free_inodes", rep.files ? (long long)rep.favail : -1);
-	jnum(run, o, "min_free_inodes", (double)p->min_free_inodes);
-	jbool(run, o, "read_only", rep.flag & ST_RDONLY);
-	if (rep.write_err >= 0)
-		jbool(run, o, "writable", rep.write_err == 0);
+	jcount(run, o, "free_inodes", dir->files ? (long long)dir->favail : -1);
+	jnum(run, o, "min_free_inodes", (double)c->min_free_inodes);
+	jbool(run, o, "read_only", dir->flag & ST_RDONLY);
+	if (dir->write_err >= 0)
+		jbool(run, o, "writable", dir->write_err == 0);
 	else
-		jadd(run, o, "writable", cJSON_CreateNull());
-	if (p->min_free_mb > 0 && rep.free_mb < p->min_free_mb)
-		problem(j, VERDICT_FAIL, "%s has %lld MB free, below %lld MB", p->path, rep.free_mb,
-		        p->min_free_mb);
-	if (p->min_free_inodes > 0 && rep.files && rep.favail < (unsigned long long)p->min_free_inodes)
-		problem(j, VERDICT_FAIL, "%s has %llu free inodes, below %lld", p->path, rep.favail,
-		        p->min_free_inodes);
-	if (rep.write_err > 0)
-		problem(j, VERDICT_FAIL, "%s is not writable (%s)", p->path, strerror(rep.write_err));
+		jnull(run, o, "writable");
 }
 
-static int
-check_storage(struct run *run, struct check_result *r)
+static void
+check_storage(struct verdicts *vs, struct judge *j)
 {
+	struct run *run = vs->run;
 	const struct config *cfg = run->cfg;
-	struct statvfs sv;
-	cJSON *arr, *shm;
-	struct judge j;
-	int rc;
+	const struct facts *f = run->facts;
+	cJSON *d = vs->r->details, *arr, *shm;
 
-	judge_start(&j, run, r);
-	arr = jarr(run, r->details, "paths");
-	for (size_t i = 0; i < cfg->npaths; i++)
-		judge_path(&j, arr, &cfg->paths[i], cfg->check_timeout_s);
+	arr = jarr(run, d, "paths");
+	for (size_t i = 0; i < f->npaths; i++)
+		path_details(run, arr, &cfg->paths[i], &f->paths[i]);
+	judge_paths(j, cfg->paths, f->paths, f->npaths, run->rules);
 
-	shm = jobj(run, r->details, "shm");
-	jnum(run, shm, "min_mb", (double)cfg->shm_min_mb);
-	rc = hwmon_statvfs(run->hw, "dev/shm", &sv);
-	if (rc == 0) {
-		double frsize = (double)(sv.f_frsize ? sv.f_frsize : sv.f_bsize);
-		long long total_mb = (long long)((double)sv.f_blocks * frsize / MIB);
-
-		jnum(run, shm, "total_mb", (double)total_mb);
-		jnum(run, shm, "free_mb", (double)(long long)((double)sv.f_bavail * frsize / MIB));
-		if (cfg->shm_min_mb > 0 && total_mb < cfg->shm_min_mb)
-			problem(&j, VERDICT_FAIL, "/dev/shm is %lld MB, below %lld MB", total_mb,
-			        cfg->shm_min_mb);
+	shm = jobj(run, d, "shm");
+	jnum(run, shm, "min_mb", (double)run->rules->shm_min_mb);
+	if (f->shm.rc == 0) {
+		jnum(run, shm, "total_mb", (double)f->shm.total_mb);
+		jnum(run, shm, "free_mb", (double)f->shm.free_mb);
 	} else {
-		jadd(run, shm, "total_mb", cJSON_CreateNull());
-		jstr(run, shm, "error", strerror(-rc));
-		if (cfg->shm_min_mb > 0)
-			problem(&j, VERDICT_FAIL, "/dev/shm cannot be examined: %s", strerror(-rc));
+		jnull(run, shm, "total_mb");
+		jstr(run, shm, "error", strerror(-f->shm.rc));
 	}
-	if (rc == 0)
-		judge_end(&j, "%zu %s usable, /dev/shm %lld MB", cfg->npaths,
-		          plural((long long)cfg->npaths, "path", "paths"),
-		          (long long)((double)sv.f_blocks *
-		                      (double)(sv.f_frsize ? sv.f_frsize : sv.f_bsize) / MIB));
+	judge_shm(j, &f->shm, run->rules);
+	if (f->shm.rc == 0)
+		summary(vs, "%zu %s usable, /dev/shm %lld MB", f->npaths,
+		        plural((long long)f->npaths, "path", "paths"), f->shm.total_mb);
 	else
-		judge_end(&j, "%zu %s usable", cfg->npaths,
-		          plural((long long)cfg->npaths, "path", "paths"));
-	return 0;
+		summary(vs, "%zu %s usable", f->npaths, plural((long long)f->npaths, "path", "paths"));
 }
 
 /* --- limits ------------------------------------------------------------ */
@@ -819,142 +413,65 @@ jlimit(struct run *run, cJSON *obj, const char *key, rlim_t v)
 		jnum(run, obj, key, (double)v);
 }
 
-static int
-check_limits(struct run *run, struct check_result *r)
+static void
+check_limits(struct verdicts *vs, struct judge *j)
 {
-	const struct config *cfg = run->cfg;
-	struct rlimit memlock, nofile;
-	struct judge j;
+	struct run *run = vs->run;
+	const struct facts_limits *l = &run->facts->limits;
 	cJSON *o;
 
-	judge_start(&j, run, r);
-	if (getrlimit(RLIMIT_MEMLOCK, &memlock) < 0 || getrlimit(RLIMIT_NOFILE, &nofile) < 0) {
-		int e = errno;
-
-		problem(&j, VERDICT_FAIL, "cannot read resource limits: %s", strerror(e));
-		judge_end(&j, "%s", "");
-		return 0;
-	}
-	o = jobj(run, r->details, "memlock");
-	jlimit(run, o, "soft", memlock.rlim_cur);
-	jlimit(run, o, "hard", memlock.rlim_max);
-	jbool(run, o, "unlimited_required", cfg->memlock_unlimited);
-	o = jobj(run, r->details, "nofile");
-	jlimit(run, o, "soft", nofile.rlim_cur);
-	jlimit(run, o, "hard", nofile.rlim_max);
-	jnum(run, o, "min", (double)cfg->nofile_min);
-
-	if (cfg->memlock_unlimited && memlock.rlim_cur != RLIM_INFINITY)
-		problem(&j, VERDICT_FAIL,
-		        "RLIMIT_MEMLOCK is %llu KB, RDMA needs unlimited (ulimit -l unlimited)",
-		        (unsigned long long)memlock.rlim_cur / 1024);
-	if (cfg->nofile_min > 0 && nofile.rlim_cur != RLIM_INFINITY &&
-	    nofile.rlim_cur < (rlim_t)cfg->nofile_min)
-		problem(&j, VERDICT_FAIL, "RLIMIT_NOFILE is %llu, below %lld",
-		        (unsigned long long)nofile.rlim_cur, cfg->nofile_min);
-	if (memlock.rlim_cur == RLIM_INFINITY)
-		judge_end(&j, "memlock unlimited, nofile %llu", (unsigned long long)nofile.rlim_cur);
+	judge_limits(j, l, run->rules);
+	if (l->err)
+		return;
+	o = jobj(run, vs->r->details, "memlock");
+	jlimit(run, o, "soft", l->memlock.rlim_cur);
+	jlimit(run, o, "hard", l->memlock.rlim_max);
+	jbool(run, o, "unlimited_required", run->rules->memlock_unlimited);
+	o = jobj(run, vs->r->details, "nofile");
+	jlimit(run, o, "soft", l->nofile.rlim_cur);
+	jlimit(run, o, "hard", l->nofile.rlim_max);
+	jnum(run, o, "min", (double)run->rules->nofile_min);
+	if (l->memlock.rlim_cur == RLIM_INFINITY)
+		summary(vs, "memlock unlimited, nofile %llu", (unsigned long long)l->nofile.rlim_cur);
 	else
-		judge_end(&j, "memlock %llu KB, nofile %llu",
-		          (unsigned long long)memlock.rlim_cur / 1024,
-		          (unsigned long long)nofile.rlim_cur);
-	return 0;
+		summary(vs, "memlock %llu KB, nofile %llu",
+		        (unsigned long long)l->memlock.rlim_cur / 1024,
+		        (unsigned long long)l->nofile.rlim_cur);
 }
 
 /* --- nics -------------------------------------------------------------- */
 
 static void
-judge_nic(struct judge *j, cJSON *arr, const char *name, size_t *up)
+nic_details(struct run *run, cJSON *arr, const struct facts_nic *n)
 {
-	struct run *run = j->run;
-	long long min = run->cfg->nic_min_speed_mbps;
-	struct hwmon_nic nic;
-	bool oper_up;
-	cJSON *o;
-	int rc;
+	cJSON *o = jobj(run, arr, NULL);
 
-	o = jobj(run, arr, NULL);
-	jstr(run, o, "name", name);
-	rc = hwmon_nic_read(run->hw, name, &nic);
-	jbool(run, o, "present", rc == 0);
-	if (rc == -ENOENT) {
-		problem(j, VERDICT_FAIL, "%s is missing", name);
+	jstr(run, o, "name", n->name);
+	jbool(run, o, "present", n->rc == 0);
+	if (n->rc < 0)
 		return;
-	}
-	if (rc < 0) {
-		problem(j, VERDICT_FAIL, "%s cannot be read: %s", name, strerror(-rc));
-		return;
-	}
-	jstr(run, o, "operstate", nic.operstate);
-	if (nic.carrier >= 0)
-		jbool(run, o, "carrier", nic.carrier == 1);
+	jstr(run, o, "operstate", n->nic.operstate);
+	if (n->nic.carrier >= 0)
+		jbool(run, o, "carrier", n->nic.carrier == 1);
 	else
-		jadd(run, o, "carrier", cJSON_CreateNull());
-	jcount(run, o, "speed_mbps", nic.speed_mbps);
-	oper_up = check_nic_oper_up(&nic);
-	if (!oper_up) {
-		/* The kernel refuses to read carrier while the link is down. */
-		problem(j, VERDICT_FAIL, "%s is down (operstate %s, %s)", name,
-		        nic.operstate[0] ? nic.operstate : "unreadable",
-		        nic.carrier == 1 ? "carrier" : "no carrier");
-		return;
-	}
-	if (nic.carrier != 1) {
-		problem(j, VERDICT_FAIL, "%s has no carrier (operstate %s)", name, nic.operstate);
-		return;
-	}
-	(*up)++;
-	if (min <= 0)
-		return;
-	if (nic.speed_mbps < 0)
-		problem(j, VERDICT_WARN, "%s speed is unknown (minimum %lld Mb/s)", name, min);
-	else if (nic.speed_mbps < min)
-		problem(j, VERDICT_FAIL, "%s runs at %lld Mb/s, below %lld Mb/s", name,
-		        nic.speed_mbps, min);
+		jnull(run, o, "carrier");
+	jcount(run, o, "speed_mbps", n->nic.speed_mbps);
 }
 
-static bool
-listed(char **list, size_t n, const char *name)
+static void
+ib_details(struct run *run, cJSON *arr, const struct facts_ib *d)
 {
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(list[i], name) == 0)
-			return true;
-	return false;
-}
+	cJSON *o = jobj(run, arr, NULL), *ports;
 
-static int
-judge_ib(struct judge *j, cJSON *arr, const char *dev, bool is_listed, size_t *active)
-{
-	struct run *run = j->run;
-	long long min = run->cfg->ib_min_rate_gbps;
-	enum verdict down_verdict = is_listed ? VERDICT_FAIL : VERDICT_WARN;
-	struct hwmon_ib_port *ports = NULL;
-	cJSON *o, *parr;
-	size_t n = 0;
-	int rc;
-
-	o = jobj(run, arr, NULL);
-	jstr(run, o, "device", dev);
-	jbool(run, o, "listed", is_listed);
-	rc = hwmon_ib_ports(run->hw, dev, &ports, &n);
-	jbool(run, o, "present", rc != -ENOENT);
-	if (rc == -ENOMEM)
-		return rc;
-	if (rc == -ENOENT) {
-		problem(j, VERDICT_FAIL, "InfiniBand device %s is missing", dev);
-		return 0;
-	}
-	if (rc < 0) {
-		problem(j, down_verdict, "InfiniBand device %s cannot be read: %s", dev,
-		        strerror(-rc));
-		return 0;
-	}
-	if (n == 0)
-		problem(j, down_verdict, "InfiniBand device %s has no ports", dev);
-	parr = jarr(run, o, "ports");
-	for (size_t i = 0; i < n; i++) {
-		const struct hwmon_ib_port *p = &ports[i];
-		cJSON *po = jobj(run, parr, NULL);
+	jstr(run, o, "device", d->name);
+	jbool(run, o, "listed", d->listed);
+	jbool(run, o, "present", d->rc != -ENOENT);
+	if (d->rc < 0)
+		return;
+	ports = jarr(run, o, "ports");
+	for (size_t i = 0; i < d->nports; i++) {
+		const struct hwmon_ib_port *p = &d->ports[i];
+		cJSON *po = jobj(run, ports, NULL);
 
 		jnum(run, po, "port", p->port);
 		jstr(run, po, "state", p->state_text);
@@ -963,101 +480,51 @@ judge_ib(struct judge *j, cJSON *arr, const char *dev, bool is_listed, size_t *a
 		if (p->rate_gbps > 0)
 			jnum(run, po, "rate_gbps", p->rate_gbps);
 		else
-			jadd(run, po, "rate_gbps", cJSON_CreateNull());
+			jnull(run, po, "rate_gbps");
 		jcount(run, po, "link_downed", p->link_downed);
 		jcount(run, po, "symbol_error", p->symbol_error);
-		if (p->state != HWMON_IB_ACTIVE || p->phys_state != HWMON_IB_LINKUP) {
-			problem(j, down_verdict, "%s port %u is not active (state %s, phys_state %s)",
-			        dev, p->port, p->state_text[0] ? p->state_text : "unreadable",
-			        p->phys_state_text[0] ? p->phys_state_text : "unreadable");
-			continue;
-		}
-		(*active)++;
-		if (!is_listed || min <= 0)
-			continue;
-		if (p->rate_gbps <= 0)
-			problem(j, VERDICT_WARN, "%s port %u rate is unknown (minimum %lld Gb/s)", dev,
-			        p->port, min);
-		else if (p->rate_gbps < (double)min)
-			problem(j, VERDICT_FAIL, "%s port %u runs at %s, below %lld Gb/s", dev, p->port,
-			        p->rate, min);
 	}
-	free(ports);
-	return 0;
 }
 
-static int
-check_nics(struct run *run, struct check_result *r)
+static void
+check_nics(struct verdicts *vs, struct judge *j)
 {
-	const struct config *cfg = run->cfg;
-	char **present = NULL;
-	size_t npresent = 0, up = 0, active = 0;
+	struct run *run = vs->run;
+	const struct facts *f = run->facts;
+	size_t up = 0, active = 0;
 	cJSON *arr;
-	struct judge j;
-	int rc;
 
-	judge_start(&j, run, r);
-	arr = jarr(run, r->details, "interfaces");
-	for (size_t i = 0; i < cfg->nnics; i++)
-		judge_nic(&j, arr, cfg->nics[i], &up);
-
-	arr = jarr(run, r->details, "infiniband");
-	for (size_t i = 0; i < cfg->nib_devices; i++) {
-		rc = judge_ib(&j, arr, cfg->ib_devices[i], true, &active);
-		if (rc < 0)
-			return rc;
+	arr = jarr(run, vs->r->details, "interfaces");
+	for (size_t i = 0; i < f->nnics; i++) {
+		nic_details(run, arr, &f->nics[i]);
+		if (judge_nic_link(j, &f->nics[i]))
+			up++;
+		judge_nic_speed(j, &f->nics[i], run->rules);
 	}
-	/* Devices nobody listed: a port down there is worth a look, no more. */
-	rc = hwmon_ib_devices(run->hw, &present, &npresent);
-	if (rc == -ENOMEM)
-		return rc;
-	for (size_t i = 0; i < npresent; i++) {
-		if (listed(cfg->ib_devices, cfg->nib_devices, present[i]))
-			continue;
-		rc = judge_ib(&j, arr, present[i], false, &active);
-		if (rc < 0) {
-			hwmon_list_free(present, npresent);
-			return rc;
-		}
+	/* Devices nobody listed come last: a port down there is worth a
+	 * look, no more (judge_ib_state()). */
+	arr = jarr(run, vs->r->details, "infiniband");
+	for (size_t i = 0; i < f->nib; i++) {
+		ib_details(run, arr, &f->ib[i]);
+		active += judge_ib_state(j, &f->ib[i]);
+		judge_ib_rate(j, &f->ib[i], run->rules);
 	}
-	hwmon_list_free(present, npresent);
-	judge_end(&j, "%zu %s up, %zu InfiniBand %s active", up,
-	          plural((long long)up, "interface", "interfaces"), active,
-	          plural((long long)active, "port", "ports"));
-	return 0;
-}
-
-/* --- rules shared with the inspection ---------------------------------- */
-
-bool
-check_pcie_degraded(const struct hwmon_pci *pci, char *buf, size_t len)
-{
-	bool slow = pci->cur_gts > 0 && pci->max_gts > 0 && pci->cur_gts + 1e-6 < pci->max_gts;
-	bool narrow = pci->cur_width > 0 && pci->max_width > 0 && pci->cur_width < pci->max_width;
-
-	buf[0] = '\0';
-	if (slow)
-		snprintf(buf, len, "%g GT/s of %g GT/s", pci->cur_gts, pci->max_gts);
-	if (narrow)
-		snprintf(buf + strlen(buf), len - strlen(buf), "%sx%d of x%d", slow ? ", " : "",
-		         pci->cur_width, pci->max_width);
-	return slow || narrow;
-}
-
-bool
-check_nic_oper_up(const struct hwmon_nic *nic)
-{
-	/* Drivers without operstate support report "unknown" while working. */
-	return strcmp(nic->operstate, "up") == 0 ||
-	       (strcmp(nic->operstate, "unknown") == 0 && nic->carrier == 1);
+	summary(vs, "%zu %s up, %zu InfiniBand %s active", up,
+	        plural((long long)up, "interface", "interfaces"), active,
+	        plural((long long)active, "port", "ports"));
 }
 
 /* --- running ----------------------------------------------------------- */
 
+/*
+ * The checks, in order.  A new one (a new source of facts with judges of
+ * its own) is a row here: it renders its facts into the result's details
+ * and hands them to its judges with J.
+ */
 static const struct {
 	const char *name;
-	int (*fn)(struct run *run, struct check_result *r);
-} checks[NCHECKS] = {
+	void (*fn)(struct verdicts *vs, struct judge *j);
+} checks[] = {
 	{ "slots", check_slots },
 	{ "memory", check_memory },
 	{ "storage", check_storage },
@@ -1065,17 +532,49 @@ static const struct {
 	{ "nics", check_nics },
 };
 
+#define NCHECKS (sizeof(checks) / sizeof(checks[0]))
+
+/* Run check I into R. */
+static void
+run_one(struct run *run, size_t i, struct check_result *r)
+{
+	struct verdicts vs = { .run = run, .r = r };
+	struct judge j = { take, &vs };
+	size_t len;
+
+	vs.problems = jarr(run, r->details, "problems");
+	checks[i].fn(&vs, &j);
+	len = strlen(r->reason);
+	if (r->verdict != VERDICT_PASS && vs.n > 1 && len + 24 < sizeof(r->reason))
+		snprintf(r->reason + len, sizeof(r->reason) - len, " (+%d more)", vs.n - 1);
+}
+
 int
 check_run(const struct check_ctx *ctx, struct check_report *out)
 {
-	struct run run = { .ctx = ctx, .cfg = ctx->cfg, .report = out };
-	const char *root = ctx->cfg->sysfs_root ? ctx->cfg->sysfs_root : "/";
+	const struct config *cfg = ctx->cfg;
+	struct facts facts = { 0 };
+	struct judge_rules rules;
+	struct run run = { .ctx = ctx, .cfg = cfg, .facts = &facts, .rules = &rules, .report = out };
+	struct hwmon *hw = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = hwmon_open(root, &run.hw);
+	rc = hwmon_open(cfg->sysfs_root ? cfg->sysfs_root : "/", &hw);
 	if (rc < 0)
 		return rc;
+	rc = facts_gather(hw, cfg, ctx->slots, ctx->slots ? ctx->nslots : 0, &facts);
+	if (rc < 0)
+		goto out;
+	judge_rules_init(&rules, cfg);
+
+	/* What the coordinator compares across nodes. */
+	out->facts.nslots = (int)facts.nslots;
+	rc = report_models(&facts, out->facts.models, sizeof(out->facts.models));
+	if (rc < 0)
+		goto out;
+	report_driver(&facts, out->facts.driver, sizeof(out->facts.driver));
+
 	out->results = calloc(NCHECKS, sizeof(*out->results));
 	if (!out->results) {
 		rc = -ENOMEM;
@@ -1092,17 +591,18 @@ check_run(const struct check_ctx *ctx, struct check_report *out)
 			goto out;
 		}
 		out->n++;
-		rc = checks[i].fn(&run, r);
-		if (rc == 0 && run.oom)
+		run_one(&run, i, r);
+		if (run.oom) {
 			rc = -ENOMEM;
-		if (rc < 0)
 			goto out;
+		}
 		if (!ctx->all && r->verdict == VERDICT_FAIL)
 			break;
 	}
 	rc = 0;
 out:
-	hwmon_free(run.hw);
+	facts_free(&facts);
+	hwmon_free(hw);
 	if (rc < 0)
 		check_report_free(out);
 	return rc;

@@ -2,10 +2,12 @@
  * check.h - the node health checks (the platform's pre-check, and
  * `vigil check`).
  *
- * Each check gathers facts through hwmon (sysfs/procfs under a root),
- * libnuma, statvfs and getrlimit, then evaluates them against the
- * configuration: a name, a verdict, a one-line reason and details.  The
- * checks, in order: "slots", "memory", "storage", "limits", "nics".
+ * Facts are gathered once (facts.h: hwmon for sysfs/procfs under a root,
+ * libnuma, statvfs, getrlimit, the vendors' libraries), then each check
+ * renders its part of them as details and has the judges (judge.h, shared
+ * with the inspection) evaluate them against the configuration: a name, a
+ * verdict, a one-line reason and details.  The checks, in order: "slots",
+ * "memory", "storage", "limits", "nics".
  *
  * Nothing here calls MPI or hwloc: the slots come in from topo.
  */
@@ -48,15 +50,17 @@ struct check_ctx {
 };
 
 /*
- * Run the checks.  Fills OUT (release with check_report_free()).  A check
- * that cannot read what it needs reports that as its verdict; only an
- * unusable sysfs root (-ENOENT, -ENOTDIR) or allocation failure makes this
- * return a negative errno.  Work that may block runs in a child under
- * cfg->check_timeout_s: each storage path's probe, and each vendor library
- * query (NVML, CNDev; only when the sysfs root is this system's "/"), so
- * the whole run blocks at most about (npaths + 2) * check_timeout_s.
- * Forks (for timed checks); call before MPI starts transports that dislike
- * fork, or accept Open MPI's warning.
+ * Run the checks: gather the node's facts once (facts_gather()), then
+ * judge them (judge.h).  Fills OUT (release with check_report_free()).  A
+ * check that cannot read what it needs reports that as its verdict; only
+ * an unusable sysfs root (-ENOENT, -ENOTDIR) or allocation failure makes
+ * this return a negative errno.  Work that may block runs in children,
+ * all at once, under one deadline of cfg->check_timeout_s: each storage
+ * path's probe, and each vendor library query (NVML, CNDev; only when the
+ * sysfs root is this system's "/"), so the whole run takes about
+ * check_timeout_s at most (plus a second's grace), however many paths are
+ * blocked, and every path that timed out is named.  Forks; call before
+ * MPI starts transports that dislike fork, or accept Open MPI's warning.
  *
  * With ctx->all false the report ends with the first failing check.
  * Every problem a check found is listed in its details under "problems";
@@ -86,51 +90,5 @@ cJSON *check_report_to_json(const struct check_report *r);
 int check_report_from_json(const cJSON *json, struct check_report *out);
 
 void check_report_free(struct check_report *r);
-
-/*
- * Rules the pre-check shares with the periodic inspection (inspect.c), so
- * both judge a link or an interface alike.
- *
- * check_pcie_degraded: whether PCI's link runs below its maximum speed or
- * width; BUF (LEN > 0) gets what falls short, "8 GT/s of 16 GT/s, x8 of
- * x16", or "".  A value sysfs does not give is never a degradation.
- *
- * check_nic_oper_up: whether NIC's operational state counts as up:
- * "up", or "unknown" with carrier (drivers without operstate support).
- */
-struct hwmon_pci;
-struct hwmon_nic;
-bool check_pcie_degraded(const struct hwmon_pci *pci, char *buf, size_t len);
-bool check_nic_oper_up(const struct hwmon_nic *nic);
-
-/* What check_probe_dir() found. */
-struct check_dir_probe {
-	int err;              /* errno of open, fstat or fstatvfs on the path; 0 */
-	bool not_dir;         /* the path is there but not a directory */
-	int write_err;        /* errno creating a file there; 0 done; -1 not tried */
-	unsigned long long bavail, frsize;  /* statvfs f_bavail; f_frsize (else f_bsize) */
-	unsigned long long favail, files;   /* statvfs f_favail, f_files (0: not counted) */
-	unsigned long flag;   /* statvfs f_flag: ST_RDONLY */
-	long long free_mb;    /* bavail * frsize in MB, rounded down */
-};
-
-/*
- * Examine directory PATH in a child process under TIMEOUT_S seconds, for
- * the storage check and the inspection's checkpoint directory alike: open
- * it (O_PATH when searchable but not readable), fstat() and fstatvfs() it,
- * and with WRITABLE create and remove a file in it.  A dead NFS server
- * hangs the open or the statvfs; the deadline covers both.
- *
- * Returns 0 with the facts in *OUT (a missing or unusable path is a fact:
- * out->err, out->not_dir; the statvfs fields count only when both are
- * clear); -ETIMEDOUT when the child did not answer in time (it is killed,
- * and reaped by the agent's SIGCHLD handling if stuck in the kernel);
- * -EPROTO when it ended without a whole answer; another negative errno
- * when it could not be started (fork, pipe; -EINVAL for a TIMEOUT_S that
- * is not positive).  *OUT counts only on 0.  Nothing here logs.  Forks,
- * and blocks up to TIMEOUT_S: a loop callback passes a short one.
- */
-int check_probe_dir(const char *path, bool writable, double timeout_s,
-                    struct check_dir_probe *out);
 
 #endif

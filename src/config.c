@@ -412,6 +412,37 @@ out:
 	return rc;
 }
 
+/*
+ * A required version: "550.54.15" exactly, or ">=550.54.15" (spaces
+ * allowed after ">=") that or later.  Versions start with a digit and hold
+ * letters, digits and . _ + ~ - only, as the drivers write them.
+ */
+static int
+parse_version(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	static const char expected[] = "a version such as \"550.54.15\" or \">=550.54.15\"";
+	struct config_version *field = FIELD(base, k, struct config_version);
+	const char *s;
+	bool minimum = false;
+	size_t len;
+
+	if (!cJSON_IsString(v))
+		return type_error(p, expected, v);
+	s = v->valuestring;
+	if (strncmp(s, ">=", 2) == 0) {
+		minimum = true;
+		for (s += 2; *s == ' '; s++)
+			;
+	}
+	len = strlen(s);
+	if (len == 0 || len >= sizeof(field->version) || *s < '0' || *s > '9' ||
+	    strspn(s, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ._+~-") != len)
+		return type_error(p, expected, v);
+	memcpy(field->version, s, len + 1);
+	field->minimum = minimum;
+	return 0;
+}
+
 static const struct key path_keys[] = {
 	{ .name = "path", .parse = parse_path,
 	  .off = offsetof(struct config_path, path), .required = true },
@@ -679,12 +710,20 @@ parse_run(struct parse *p, const struct key *k, const cJSON *v, void *base)
 #define CFG(field) .off = offsetof(struct config, field)
 #define CFG_LIST(field, count) CFG(field), .count_off = offsetof(struct config, count)
 
+static const struct key driver_version_keys[] = {
+	{ .name = "nvidia", .parse = parse_version, CFG(driver_version[0]) },
+	{ .name = "amd", .parse = parse_version, CFG(driver_version[1]) },
+	{ .name = "cambricon", .parse = parse_version, CFG(driver_version[2]) },
+	{ .name = NULL }
+};
+
 static const struct key slots_keys[] = {
 	{ .name = "expected", .parse = parse_int, CFG(slots_expected), .min = 0, .max = INT_MAX },
 	{ .name = "pcie_degraded", .parse = parse_verdict, CFG(pcie_degraded) },
 	{ .name = "aer_correctable_max", .parse = parse_llong, CFG(aer_correctable_max),
 	  .min = -1, .max = COUNT_MAX },
 	{ .name = "driver_required", .parse = parse_bool, CFG(driver_required) },
+	{ .name = "driver_version", .parse = parse_section, .sub = driver_version_keys },
 	{ .name = NULL }
 };
 
@@ -696,6 +735,8 @@ static const struct key memory_keys[] = {
 static const struct key storage_keys[] = {
 	{ .name = "paths", .parse = parse_paths, CFG_LIST(paths, npaths), .sub = path_keys },
 	{ .name = "shm_min_mb", .parse = parse_llong, CFG(shm_min_mb), .min = 0, .max = MB_MAX },
+	{ .name = "ckpt_min_free_mb", .parse = parse_llong, CFG(ckpt_min_free_mb),
+	  .min = 0, .max = MB_MAX },
 	{ .name = NULL }
 };
 

@@ -37,6 +37,15 @@ struct config_setting {
 	                            * for durations) */
 };
 
+/* A required version: exactly VERSION, or with MINIMUM, VERSION or later. */
+struct config_version {
+	char version[64];          /* "550.54.15"; "" when nothing is required */
+	bool minimum;              /* written ">=550.54.15" */
+};
+
+/* The vendors of "check.slots.driver_version", in the order of enum slot_vendor. */
+#define CONFIG_NVENDORS 3
+
 struct config {
 	/* where sysfs and procfs are read from: "<root>/sys", "<root>/proc" */
 	char *sysfs_root;          /* default "/" */
@@ -69,7 +78,8 @@ struct config {
 	long long ib_min_rate_gbps;
 
 	/* "check" */
-	double check_timeout_s;    /* a check that may block (storage) is cut off after this; default 10 */
+	double check_timeout_s;    /* what may block (storage probes, vendor libraries) runs at once,
+	                            * cut off after this; default 10 */
 	double gather_timeout_s;   /* coordinator waits this long for every node's report; default 60 */
 
 	/* "run": `vigil run`'s options for every job of the site */
@@ -80,6 +90,13 @@ struct config {
 	size_t nrun_limits;
 
 	char *origin;              /* the file last loaded (NULL: none), for messages */
+	/* "check.slots.driver_version": per vendor (nvidia, amd, cambricon) */
+	struct config_version driver_version[CONFIG_NVENDORS];
+
+	/* "check.storage.ckpt_min_free_mb": free space the checkpoint directory
+	 * (vigil run --ckpt-dir) keeps while training runs, watched by the
+	 * inspection */
+	long long ckpt_min_free_mb;
 };
 
 /* Fill with defaults.  Never fails. */

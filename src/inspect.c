@@ -1,26 +1,26 @@
 /*
  * inspect.c - periodic fault inspection while training runs.
  *
- * The checks of the pre-check that still make sense on a busy node, read
- * through hwmon and judged with the same rules (check_pcie_degraded(),
- * check_nic_oper_up()); the checkpoint directory gets the storage check's
- * probe (check_probe_dir()).  Error counters (AER, InfiniBand link_downed
- * and symbol_error) count since boot, and a node often starts a job with
- * a few on the books; what signals a fault is a rise during the training,
- * so they are compared with the baseline taken in inspect_new().
+ * The checks of the pre-check that still make sense on a busy node:
+ * gathered with facts.c, judged with judge.c's rules and words, so a NIC
+ * that goes down reads the same here as in `vigil check`.  Error counters
+ * (AER, InfiniBand link_downed and symbol_error) count since boot, and a
+ * node often starts a job with a few on the books; what signals a fault is
+ * a rise during the training, so they are judged against the baseline
+ * taken in inspect_new().
  */
 #include "autoconf.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "facts.h"
 #include "hwmon.h"
 #include "inspect.h"
+#include "judge.h"
 
 /*
  * The checkpoint directory's probe gives up after this, or after
@@ -29,39 +29,29 @@
  */
 #define CKPT_TIMEOUT_MAX_S 2.0
 
-struct watched_slot {
-	int index;
-	char bus_id[sizeof(((struct slot *)0)->pci_bus_id)];
-	/* baselines; -1 until a value could be read */
-	long long aer_correctable, aer_nonfatal, aer_fatal;
-};
-
+/* An InfiniBand port present at the baseline: its counters then. */
 struct watched_port {
 	char *dev;
-	unsigned port;
-	long long link_downed, symbol_error;  /* baselines, as above */
+	struct hwmon_ib_port base;   /* counters -1 until first readable */
 };
 
 struct inspect {
 	struct hwmon *hw;
 
 	/* what inspect_run() needs of the configuration, copied */
-	enum verdict pcie_degraded;
-	long long aer_correctable_max;
-	long long mem_min_free_mb;
+	struct judge_rules rules;
 	char **nics;
 	size_t nnics;
 	char **ib_devices;
 	size_t nib_devices;
 
-	struct watched_slot *slots;
+	struct slot *slots;          /* copies; only index, vendor, model, bus id count */
+	struct judge_aer *aer;       /* per slot: the baseline, -1 until readable */
 	size_t nslots;
 	struct watched_port *ports;
 	size_t nports;
 
-	char *ckpt_dir;
-	long long ckpt_min_free_mb;
-	double ckpt_timeout_s;
+	struct config_path ckpt;     /* path NULL: no checkpoint directory */
 };
 
 struct findings {
@@ -71,15 +61,6 @@ struct findings {
 };
 
 /* --- findings ----------------------------------------------------------- */
-
-/* Control characters (a newline in a path) would break the one-line promise. */
-static void
-one_line(char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			*s = '?';
-}
 
 /* DEVICE into BUF, keeping the end of a long path: "...ckpt/run7". */
 static void
@@ -91,20 +72,20 @@ set_device(char *buf, size_t len, const char *device)
 		memcpy(buf, device, n + 1);
 	else
 		snprintf(buf, len, "...%s", device + n - (len - 4));
-	one_line(buf);
+	/* Control characters (a newline in a path) would break the one-line promise. */
+	for (char *c = buf; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 }
 
-static void add(struct findings *fs, const char *what, const char *device, enum verdict v,
-                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
+/* The sink: each finding becomes an inspect_finding. */
 static void
-add(struct findings *fs, const char *what, const char *device, enum verdict v,
-    const char *fmt, ...)
+take(void *arg, const struct judge_finding *jf)
 {
+	struct findings *fs = arg;
 	struct inspect_finding *f;
-	va_list ap;
 
-	if (v == VERDICT_PASS || fs->oom)
+	if (fs->oom)
 		return;
 	if (fs->n == fs->cap) {
 		size_t cap = fs->cap ? fs->cap * 2 : 8;
@@ -119,232 +100,125 @@ add(struct findings *fs, const char *what, const char *device, enum verdict v,
 	}
 	f = &fs->v[fs->n++];
 	memset(f, 0, sizeof(*f));
-	snprintf(f->what, sizeof(f->what), "%s", what);
-	set_device(f->device, sizeof(f->device), device);
-	f->verdict = v;
-	va_start(ap, fmt);
-	vsnprintf(f->evidence, sizeof(f->evidence), fmt, ap);
-	va_end(ap);
-	one_line(f->evidence);
+	snprintf(f->what, sizeof(f->what), "%s", jf->what);
+	set_device(f->device, sizeof(f->device), jf->device);
+	f->verdict = jf->verdict;
+	snprintf(f->evidence, sizeof(f->evidence), "%s", jf->reason);
 }
 
 /*
- * Whether counter NOW rose above baseline *BASE.  An unreadable value
- * (negative) says nothing.  The first readable value becomes the baseline,
- * and so does a value below it: the counters were cleared (a driver
- * reload, `perfquery -R`), and only a rise from there is news.
+ * The baseline *BASE for a counter reading NOW.  An unreadable value
+ * (negative) changes nothing.  The first readable value becomes the
+ * baseline, and so does a value below it: the counters were cleared (a
+ * driver reload, `perfquery -R`), and only a rise from there is news.
  */
-static bool
-risen(long long *base, long long now)
+static void
+rebase(long long *base, long long now)
 {
-	if (now < 0)
-		return false;
-	if (*base < 0 || now < *base) {
+	if (now >= 0 && (*base < 0 || now < *base))
 		*base = now;
-		return false;
-	}
-	return now > *base;
 }
 
-/* --- slots -------------------------------------------------------------- */
+/* --- the parts ---------------------------------------------------------- */
 
-static void
-inspect_slot(struct inspect *in, struct watched_slot *s, struct findings *fs)
-{
-	struct hwmon_pci pci;
-	char what[96];
-	int rc;
-
-	rc = hwmon_pci_read(in->hw, s->bus_id, &pci);
-	if (rc == -ENOENT) {
-		add(fs, "slot", s->bus_id, VERDICT_FAIL, "slot %d (%s) is gone from the PCI bus",
-		    s->index, s->bus_id);
-		return;
-	}
-	if (rc < 0) {
-		add(fs, "slot", s->bus_id, VERDICT_FAIL, "slot %d (%s) cannot be read: %s", s->index,
-		    s->bus_id, strerror(-rc));
-		return;
-	}
-	if (check_pcie_degraded(&pci, what, sizeof(what)))
-		add(fs, "pcie", s->bus_id, in->pcie_degraded, "slot %d (%s) PCIe link degraded: %s",
-		    s->index, s->bus_id, what);
-
-	{
-		long long base = s->aer_fatal;
-
-		if (risen(&s->aer_fatal, pci.aer_fatal))
-			add(fs, "aer", s->bus_id, VERDICT_FAIL,
-			    "slot %d (%s) fatal AER errors %lld -> %lld", s->index, s->bus_id, base,
-			    pci.aer_fatal);
-		base = s->aer_nonfatal;
-		if (risen(&s->aer_nonfatal, pci.aer_nonfatal))
-			add(fs, "aer", s->bus_id, VERDICT_WARN,
-			    "slot %d (%s) non-fatal AER errors %lld -> %lld", s->index, s->bus_id,
-			    base, pci.aer_nonfatal);
-		base = s->aer_correctable;
-		/* Correctable errors are retried by the link; only a burst matters. */
-		if (risen(&s->aer_correctable, pci.aer_correctable) && in->aer_correctable_max >= 0 &&
-		    pci.aer_correctable - base > in->aer_correctable_max)
-			add(fs, "aer", s->bus_id, VERDICT_WARN,
-			    "slot %d (%s) correctable AER errors %lld -> %lld, more than %lld",
-			    s->index, s->bus_id, base, pci.aer_correctable, in->aer_correctable_max);
-	}
-}
-
-/* --- network ------------------------------------------------------------ */
-
-static void
-inspect_nic(struct inspect *in, const char *name, struct findings *fs)
-{
-	struct hwmon_nic nic;
-	int rc;
-
-	rc = hwmon_nic_read(in->hw, name, &nic);
-	if (rc == -ENOENT) {
-		add(fs, "nic", name, VERDICT_FAIL, "no such interface");
-		return;
-	}
-	if (rc < 0) {
-		add(fs, "nic", name, VERDICT_FAIL, "cannot be read: %s", strerror(-rc));
-		return;
-	}
-	/* The kernel refuses to read carrier while the link is down. */
-	if (!check_nic_oper_up(&nic) || nic.carrier != 1)
-		add(fs, "nic", name, VERDICT_FAIL, "operstate %s, carrier %s",
-		    nic.operstate[0] ? nic.operstate : "unreadable",
-		    nic.carrier == 1 ? "1" : nic.carrier == 0 ? "0" : "unknown");
-}
-
-/* A required InfiniBand device: every port ACTIVE and LinkUp. */
 static int
-inspect_ib_device(struct inspect *in, const char *dev, struct findings *fs)
+inspect_slots(struct inspect *in, struct judge *j)
 {
-	struct hwmon_ib_port *ports = NULL;
-	size_t n = 0;
+	struct facts_slot *fs = NULL;
 	int rc;
 
-	rc = hwmon_ib_ports(in->hw, dev, &ports, &n);
-	if (rc == -ENOMEM)
+	rc = facts_gather_slots(in->hw, in->slots, in->nslots, &fs);
+	if (rc < 0)
 		return rc;
-	if (rc == -ENOENT) {
-		add(fs, "ib", dev, VERDICT_FAIL, "no such InfiniBand device");
-		return 0;
-	}
-	if (rc < 0) {
-		add(fs, "ib", dev, VERDICT_FAIL, "cannot be read: %s", strerror(-rc));
-		return 0;
-	}
-	if (n == 0)
-		add(fs, "ib", dev, VERDICT_FAIL, "no ports");
-	for (size_t i = 0; i < n; i++) {
-		const struct hwmon_ib_port *p = &ports[i];
-		char device[sizeof(((struct inspect_finding *)0)->device)];
+	for (size_t i = 0; i < in->nslots; i++) {
+		struct judge_aer *base = &in->aer[i];
+		const struct hwmon_pci *pci = &fs[i].pci;
 
-		if (p->state == HWMON_IB_ACTIVE && p->phys_state == HWMON_IB_LINKUP)
+		if (!judge_slot_present(j, &fs[i]))
 			continue;
-		snprintf(device, sizeof(device), "%s/%u", dev, p->port);
-		add(fs, "ib", device, VERDICT_FAIL, "state %s, phys_state %s",
-		    p->state_text[0] ? p->state_text : "unreadable",
-		    p->phys_state_text[0] ? p->phys_state_text : "unreadable");
+		judge_pcie_link(j, &fs[i], &in->rules);
+		rebase(&base->fatal, pci->aer_fatal);
+		rebase(&base->nonfatal, pci->aer_nonfatal);
+		rebase(&base->correctable, pci->aer_correctable);
+		judge_aer(j, &fs[i], base, &in->rules);
 	}
-	free(ports);
+	free(fs);
 	return 0;
 }
 
-static void
-inspect_ib_counters(struct inspect *in, struct watched_port *p, struct findings *fs)
-{
-	char device[sizeof(((struct inspect_finding *)0)->device)];
-	long long v, base;
-
-	snprintf(device, sizeof(device), "%s/%u", p->dev, p->port);
-	/* A port that went away says so through its state, if it is required. */
-	base = p->link_downed;
-	if (hwmon_ib_counter(in->hw, p->dev, p->port, "link_downed", &v) < 0)
-		v = -1;
-	if (risen(&p->link_downed, v))
-		add(fs, "ib", device, VERDICT_FAIL, "link_downed %lld -> %lld", base, v);
-	base = p->symbol_error;
-	if (hwmon_ib_counter(in->hw, p->dev, p->port, "symbol_error", &v) < 0)
-		v = -1;
-	if (risen(&p->symbol_error, v))
-		add(fs, "ib", device, VERDICT_WARN, "symbol_error %lld -> %lld", base, v);
-}
-
-/* --- memory ------------------------------------------------------------- */
-
 static int
-inspect_memory(struct inspect *in, struct findings *fs)
+inspect_network(struct inspect *in, struct judge *j)
 {
-	long long min_mb = in->mem_min_free_mb;
-	struct hwmon_numa_node *nodes = NULL;
-	size_t n = 0;
+	struct facts_nic *nics = NULL;
+	struct facts_ib *ib = NULL;
+	size_t nib = 0;
 	int rc;
 
-	if (min_mb <= 0)
-		return 0;
-	rc = hwmon_memory_nodes(in->hw, &nodes, &n, NULL);
-	if (rc == -ENOMEM)
+	rc = facts_gather_nics(in->hw, in->nics, in->nnics, &nics);
+	if (rc < 0)
 		return rc;
-	if (rc < 0) {
-		add(fs, "memory", "proc/meminfo", VERDICT_WARN,
-		    "free memory cannot be read: %s", strerror(-rc));
-		return 0;
-	}
-	for (size_t i = 0; i < n; i++) {
-		long long free_mb = nodes[i].free_kb / 1024;
-		char device[32];
+	for (size_t i = 0; i < in->nnics; i++)
+		judge_nic_link(j, &nics[i]);
+	free(nics);
 
-		/* Memoryless nodes (CPU-only, or only devices) have nothing to free. */
-		if (nodes[i].total_kb <= 0 || free_mb >= min_mb)
-			continue;
-		snprintf(device, sizeof(device), "node%d", nodes[i].node);
-		add(fs, "memory", device, VERDICT_WARN, "%lld MB free, need %lld MB", free_mb, min_mb);
+	/* Every device present, for the counters; only the required ones
+	 * are judged by their state. */
+	rc = facts_gather_ib(in->hw, in->ib_devices, in->nib_devices, true, &ib, &nib);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < nib; i++)
+		if (ib[i].listed)
+			judge_ib_state(j, &ib[i]);
+	for (size_t w = 0; w < in->nports; w++) {
+		struct watched_port *p = &in->ports[w];
+
+		/* A port that went away says so through its state, if it is required. */
+		for (size_t i = 0; i < nib; i++) {
+			if (strcmp(ib[i].name, p->dev) != 0)
+				continue;
+			for (size_t k = 0; k < ib[i].nports; k++) {
+				const struct hwmon_ib_port *now = &ib[i].ports[k];
+
+				if (now->port != p->base.port)
+					continue;
+				rebase(&p->base.link_downed, now->link_downed);
+				rebase(&p->base.symbol_error, now->symbol_error);
+				judge_ib_counters(j, p->dev, now, &p->base);
+			}
+		}
 	}
-	free(nodes);
+	facts_ib_free(ib, nib);
 	return 0;
 }
 
-/* --- checkpoint directory ----------------------------------------------- */
-
-static void
-inspect_ckpt(struct inspect *in, struct findings *fs)
+static int
+inspect_memory(struct inspect *in, struct judge *j)
 {
-	const char *dir = in->ckpt_dir;
-	struct check_dir_probe rep;
+	struct facts_memory m;
 	int rc;
 
-	rc = check_probe_dir(dir, false, in->ckpt_timeout_s, &rep);
-	if (rc == -ETIMEDOUT) {
-		add(fs, "storage", dir, VERDICT_FAIL, "not answering after %g s", in->ckpt_timeout_s);
-		return;
-	}
-	if (rc == -EPROTO) {
-		add(fs, "storage", dir, VERDICT_WARN, "the probe failed");
-		return;
-	}
-	/* The agent could not look (no fork under memory pressure): that
-	 * says nothing about the directory. */
-	if (rc < 0) {
-		add(fs, "storage", dir, VERDICT_WARN, "cannot run the probe: %s", strerror(-rc));
-		return;
-	}
-	if (rep.err == ENOENT) {
-		add(fs, "storage", dir, VERDICT_FAIL, "missing");
-		return;
-	}
-	if (rep.err) {
-		add(fs, "storage", dir, VERDICT_FAIL, "cannot be examined: %s", strerror(rep.err));
-		return;
-	}
-	if (rep.not_dir) {
-		add(fs, "storage", dir, VERDICT_FAIL, "not a directory");
-		return;
-	}
-	if (in->ckpt_min_free_mb > 0 && rep.free_mb < in->ckpt_min_free_mb)
-		add(fs, "storage", dir, VERDICT_FAIL, "%lld MB free, need %lld MB", rep.free_mb,
-		    in->ckpt_min_free_mb);
+	if (in->rules.mem_min_free_mb <= 0)
+		return 0;
+	rc = facts_gather_memory(in->hw, false, &m);
+	if (rc < 0)
+		return rc;
+	judge_memory(j, &m, &in->rules);
+	free(m.nodes);
+	return 0;
+}
+
+static int
+inspect_ckpt(struct inspect *in, struct judge *j)
+{
+	const char *path = in->ckpt.path;
+	struct facts_path f;
+	int rc;
+
+	rc = facts_probe_dirs(&path, NULL, 1, in->rules.timeout_s, &f);
+	if (rc < 0)
+		return rc;
+	judge_paths(j, &in->ckpt, &f, 1, &in->rules);
+	return 0;
 }
 
 /* --- the inspection ----------------------------------------------------- */
@@ -373,52 +247,89 @@ copy_list(char *const *src, size_t n, char ***dst, size_t *dn)
 static int
 baseline_ports(struct inspect *in)
 {
-	char **devs = NULL;
-	size_t ndevs = 0;
+	struct facts_ib *ib = NULL;
+	size_t nib = 0, total = 0;
 	int rc;
 
-	rc = hwmon_ib_devices(in->hw, &devs, &ndevs);
-	if (rc == -ENOMEM)
-		return rc;
+	rc = facts_gather_ib(in->hw, NULL, 0, true, &ib, &nib);
 	if (rc < 0)
-		return 0;  /* nothing to watch: sys/class/infiniband unreadable */
-	for (size_t i = 0; i < ndevs; i++) {
-		struct hwmon_ib_port *ports = NULL;
-		struct watched_port *nv;
-		size_t n = 0;
-
-		rc = hwmon_ib_ports(in->hw, devs[i], &ports, &n);
-		if (rc == -ENOMEM)
-			goto out;
-		if (rc < 0 || n == 0)
-			continue;
-		nv = realloc(in->ports, (in->nports + n) * sizeof(*nv));
-		if (!nv) {
-			free(ports);
+		return rc;
+	for (size_t i = 0; i < nib; i++)
+		total += ib[i].nports;
+	if (total > 0) {
+		in->ports = calloc(total, sizeof(*in->ports));
+		if (!in->ports) {
 			rc = -ENOMEM;
 			goto out;
 		}
-		in->ports = nv;
-		for (size_t k = 0; k < n; k++) {
+	}
+	for (size_t i = 0; i < nib; i++) {
+		for (size_t k = 0; k < ib[i].nports; k++) {
 			struct watched_port *p = &in->ports[in->nports];
 
-			p->dev = strdup(devs[i]);
+			p->dev = strdup(ib[i].name);
 			if (!p->dev) {
-				free(ports);
 				rc = -ENOMEM;
 				goto out;
 			}
-			p->port = ports[k].port;
-			p->link_downed = ports[k].link_downed;
-			p->symbol_error = ports[k].symbol_error;
+			p->base = ib[i].ports[k];
 			in->nports++;
 		}
-		free(ports);
 	}
-	rc = 0;
 out:
-	hwmon_list_free(devs, ndevs);
+	facts_ib_free(ib, nib);
 	return rc;
+}
+
+/* Each slot, and its AER counts now as the baseline. */
+static int
+baseline_slots(struct inspect *in, const struct slot *slots, size_t nslots)
+{
+	struct facts_slot *fs = NULL;
+	int rc;
+
+	if (nslots == 0)
+		return 0;
+	in->slots = calloc(nslots, sizeof(*in->slots));
+	in->aer = calloc(nslots, sizeof(*in->aer));
+	if (!in->slots || !in->aer)
+		return -ENOMEM;
+	for (size_t i = 0; i < nslots; i++) {
+		in->slots[i].index = slots[i].index;
+		in->slots[i].vendor = slots[i].vendor;
+		memcpy(in->slots[i].model, slots[i].model, sizeof(in->slots[i].model));
+		in->slots[i].model[sizeof(in->slots[i].model) - 1] = '\0';
+		memcpy(in->slots[i].pci_bus_id, slots[i].pci_bus_id, sizeof(in->slots[i].pci_bus_id));
+		in->slots[i].pci_bus_id[sizeof(in->slots[i].pci_bus_id) - 1] = '\0';
+	}
+	in->nslots = nslots;
+	rc = facts_gather_slots(in->hw, in->slots, nslots, &fs);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < nslots; i++) {
+		/* A slot missing already fails its first run; no baseline then. */
+		bool ok = fs[i].rc == 0;
+
+		in->aer[i].fatal = ok ? fs[i].pci.aer_fatal : -1;
+		in->aer[i].nonfatal = ok ? fs[i].pci.aer_nonfatal : -1;
+		in->aer[i].correctable = ok ? fs[i].pci.aer_correctable : -1;
+	}
+	free(fs);
+	return 0;
+}
+
+/* The rules of the inspection: the pre-check's, but what the training
+ * itself causes (memory pressure) and what only says the agent could not
+ * look (no fork) are warnings. */
+static void
+rules_init(struct inspect *in, const struct config *cfg)
+{
+	judge_rules_init(&in->rules, cfg);
+	in->rules.mem_low = VERDICT_WARN;
+	in->rules.probe_trouble = VERDICT_WARN;
+	in->rules.timeout_s = cfg->check_timeout_s > 0 && cfg->check_timeout_s < CKPT_TIMEOUT_MAX_S
+	                              ? cfg->check_timeout_s
+	                              : CKPT_TIMEOUT_MAX_S;
 }
 
 int
@@ -439,10 +350,7 @@ inspect_new(const struct config *cfg, const struct slot *slots, size_t nslots,
 	rc = hwmon_open(cfg->sysfs_root, &in->hw);
 	if (rc < 0)
 		goto out;
-
-	in->pcie_degraded = cfg->pcie_degraded;
-	in->aer_correctable_max = cfg->aer_correctable_max;
-	in->mem_min_free_mb = cfg->mem_min_free_mb;
+	rules_init(in, cfg);
 	rc = copy_list(cfg->nics, cfg->nnics, &in->nics, &in->nnics);
 	if (rc < 0)
 		goto out;
@@ -450,39 +358,16 @@ inspect_new(const struct config *cfg, const struct slot *slots, size_t nslots,
 	if (rc < 0)
 		goto out;
 	if (ckpt_dir) {
-		in->ckpt_dir = strdup(ckpt_dir);
-		if (!in->ckpt_dir) {
+		in->ckpt.path = strdup(ckpt_dir);
+		if (!in->ckpt.path) {
 			rc = -ENOMEM;
 			goto out;
 		}
 	}
-	in->ckpt_min_free_mb = ckpt_min_free_mb;
-	in->ckpt_timeout_s = cfg->check_timeout_s > 0 && cfg->check_timeout_s < CKPT_TIMEOUT_MAX_S
-	                             ? cfg->check_timeout_s
-	                             : CKPT_TIMEOUT_MAX_S;
-
-	if (nslots > 0) {
-		in->slots = calloc(nslots, sizeof(*in->slots));
-		if (!in->slots) {
-			rc = -ENOMEM;
-			goto out;
-		}
-	}
-	for (size_t i = 0; i < nslots; i++) {
-		struct watched_slot *s = &in->slots[i];
-		struct hwmon_pci pci;
-
-		s->index = slots[i].index;
-		memcpy(s->bus_id, slots[i].pci_bus_id, sizeof(s->bus_id));
-		s->bus_id[sizeof(s->bus_id) - 1] = '\0';
-		/* A slot missing already fails its first run; no baseline then. */
-		if (hwmon_pci_read(in->hw, s->bus_id, &pci) < 0)
-			pci.aer_correctable = pci.aer_nonfatal = pci.aer_fatal = -1;
-		s->aer_correctable = pci.aer_correctable;
-		s->aer_nonfatal = pci.aer_nonfatal;
-		s->aer_fatal = pci.aer_fatal;
-		in->nslots++;
-	}
+	in->ckpt.min_free_mb = ckpt_min_free_mb > 0 ? ckpt_min_free_mb : cfg->ckpt_min_free_mb;
+	rc = baseline_slots(in, slots, nslots);
+	if (rc < 0)
+		goto out;
 	rc = baseline_ports(in);
 	if (rc < 0)
 		goto out;
@@ -497,7 +382,8 @@ int
 inspect_run(struct inspect *in, struct inspect_finding **findings, size_t *n)
 {
 	struct findings fs = { NULL, 0, 0, false };
-	int rc = 0;
+	struct judge j = { take, &fs };
+	int rc;
 
 	if (!findings || !n)
 		return -EINVAL;
@@ -505,31 +391,22 @@ inspect_run(struct inspect *in, struct inspect_finding **findings, size_t *n)
 	*n = 0;
 	if (!in)
 		return -EINVAL;
-	for (size_t i = 0; i < in->nslots; i++)
-		inspect_slot(in, &in->slots[i], &fs);
-	for (size_t i = 0; i < in->nnics; i++)
-		inspect_nic(in, in->nics[i], &fs);
-	for (size_t i = 0; i < in->nib_devices && rc == 0; i++)
-		rc = inspect_ib_device(in, in->ib_devices[i], &fs);
-	if (rc < 0)
-		goto out;
-	for (size_t i = 0; i < in->nports; i++)
-		inspect_ib_counters(in, &in->ports[i], &fs);
-	rc = inspect_memory(in, &fs);
-	if (rc < 0)
-		goto out;
-	if (in->ckpt_dir)
-		inspect_ckpt(in, &fs);
-	if (fs.oom) {
+	rc = inspect_slots(in, &j);
+	if (rc == 0)
+		rc = inspect_network(in, &j);
+	if (rc == 0)
+		rc = inspect_memory(in, &j);
+	if (rc == 0 && in->ckpt.path)
+		rc = inspect_ckpt(in, &j);
+	if (rc == 0 && fs.oom)
 		rc = -ENOMEM;
-		goto out;
+	if (rc < 0) {
+		free(fs.v);
+		return rc;
 	}
 	*findings = fs.v;
 	*n = fs.n;
-	fs.v = NULL;
-out:
-	free(fs.v);
-	return rc;
+	return 0;
 }
 
 void
@@ -541,9 +418,10 @@ inspect_free(struct inspect *in)
 	list_free(in->nics, in->nnics);
 	list_free(in->ib_devices, in->nib_devices);
 	free(in->slots);
+	free(in->aer);
 	for (size_t i = 0; i < in->nports; i++)
 		free(in->ports[i].dev);
 	free(in->ports);
-	free(in->ckpt_dir);
+	free(in->ckpt.path);
 	free(in);
 }

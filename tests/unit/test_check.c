@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -133,11 +134,12 @@ set_slot(struct slot *s, int index, enum slot_vendor vendor, const char *model, 
 	snprintf(s->pci_bus_id, sizeof(s->pci_bus_id), "%.15s", bus);
 }
 
+static int setup_config(struct fix *f);
+
 static int
 setup(void **state)
 {
 	struct fix *f = calloc(1, sizeof(*f));
-	struct config *cfg;
 
 	if (!f)
 		return -1;
@@ -147,8 +149,24 @@ setup(void **state)
 	}
 	build_healthy(f->root);
 	snprintf(f->data, sizeof(f->data), "%s/data", f->root);
-	if (mkdir(f->data, 0755) < 0)
+	if (mkdir(f->data, 0755) < 0 || setup_config(f) < 0)
 		return -1;
+
+	set_slot(&f->slots[0], 0, SLOT_VENDOR_NVIDIA, "Tesla V100-SXM2-32GB", BUS0);
+	set_slot(&f->slots[1], 1, SLOT_VENDOR_NVIDIA, "Tesla T4", BUS1);
+	f->ctx.cfg = &f->cfg;
+	f->ctx.slots = f->slots;
+	f->ctx.nslots = 2;
+	f->ctx.all = true;
+	*state = f;
+	return 0;
+}
+
+/* The configuration of a healthy node in the tree. */
+static int
+setup_config(struct fix *f)
+{
+	struct config *cfg;
 
 	cfg = &f->cfg;
 	config_init(cfg);
@@ -173,14 +191,6 @@ setup(void **state)
 	cfg->nic_min_speed_mbps = 25000;
 	cfg->ib_min_rate_gbps = 100;
 	cfg->check_timeout_s = 5;
-
-	set_slot(&f->slots[0], 0, SLOT_VENDOR_NVIDIA, "Tesla V100-SXM2-32GB", BUS0);
-	set_slot(&f->slots[1], 1, SLOT_VENDOR_NVIDIA, "Tesla T4", BUS1);
-	f->ctx.cfg = cfg;
-	f->ctx.slots = f->slots;
-	f->ctx.nslots = 2;
-	f->ctx.all = true;
-	*state = f;
 	return 0;
 }
 
@@ -525,6 +535,74 @@ test_facts(void **state)
 	assert_string_equal(f->rep.facts.driver, "5.10.22");
 }
 
+/* A required driver version, per vendor, from the configuration file. */
+static void
+load(struct fix *f, const char *doc)
+{
+	char err[256];
+
+	if (config_load_buffer(&f->cfg, doc, strlen(doc), "t.json", err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+}
+
+static void
+test_driver_required(void **state)
+{
+	struct fix *f = *state;
+	const struct check_result *r;
+
+	load(f, "{\"check\": {\"slots\": {\"driver_version\": {\"nvidia\": \">=550.54.15\"}}}}");
+	r = expect(f, "slots", VERDICT_FAIL, NULL);
+	assert_string_equal(r->reason, "nvidia driver 535.104.05 is below the required 550.54.15");
+	load(f, "{\"check\": {\"slots\": {\"driver_version\": {\"nvidia\": \">= 535.104.5\"}}}}");
+	expect(f, "slots", VERDICT_PASS, "driver 535.104.05");
+	load(f, "{\"check\": {\"slots\": {\"driver_version\": {\"nvidia\": \"535.104.12\"}}}}");
+	expect(f, "slots", VERDICT_FAIL, "nvidia driver 535.104.05 is not the required 535.104.12");
+	/* The version the node reports is what is judged: here the module's. */
+	rm(f->root, "proc/driver/nvidia");
+	expect(f, "slots", VERDICT_PASS, "driver 535.104.12");
+	rm(f->root, "sys/module/nvidia");
+	expect(f, "slots", VERDICT_FAIL, "nvidia driver version unknown, 535.104.12 required");
+
+	/* One file for a mixed cluster: a vendor without boards here is not judged. */
+	config_free(&f->cfg);
+	assert_int_equal(setup_config(f), 0);
+	load(f, "{\"check\": {\"slots\": {\"driver_version\": "
+	        "{\"amd\": \"6.3.6\", \"cambricon\": \">=5.10.22\"}}}}");
+	expect(f, "slots", VERDICT_PASS, NULL);
+}
+
+static void
+test_driver_required_config(void **state)
+{
+	static const struct {
+		const char *doc, *msg;
+	} bad[] = {
+		{ "{\"check\": {\"slots\": {\"driver_version\": {\"nvidia\": \"latest\"}}}}",
+		  "t.json: check.slots.driver_version.nvidia: expected a version such as "
+		  "\"550.54.15\" or \">=550.54.15\", got \"latest\"" },
+		{ "{\"check\": {\"slots\": {\"driver_version\": {\"nvidia\": \">=\"}}}}",
+		  "t.json: check.slots.driver_version.nvidia: expected a version such as "
+		  "\"550.54.15\" or \">=550.54.15\", got \">=\"" },
+		{ "{\"check\": {\"slots\": {\"driver_version\": {\"nvidia\": 550}}}}",
+		  "t.json: check.slots.driver_version.nvidia: expected a version such as "
+		  "\"550.54.15\" or \">=550.54.15\", got 550" },
+		{ "{\"check\": {\"slots\": {\"driver_version\": {\"intel\": \"1.0\"}}}}",
+		  "t.json: check.slots.driver_version.intel: unknown key (valid: nvidia, amd, "
+		  "cambricon)" },
+		{ "{\"check\": {\"slots\": {\"driver_version\": \">=550\"}}}",
+		  "t.json: check.slots.driver_version: expected an object, got \">=550\"" },
+	};
+	struct fix *f = *state;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(config_load_buffer(&f->cfg, bad[i].doc, strlen(bad[i].doc), "t.json",
+		                                    err, sizeof(err)), -EINVAL);
+		assert_string_equal(err, bad[i].msg);
+	}
+}
+
 /* --- memory ------------------------------------------------------------- */
 
 static void
@@ -701,6 +779,56 @@ test_storage_timeout(void **state)
 	assert_true(elapsed >= 0.9);
 	assert_true(elapsed < 2.0);
 	assert_true(cJSON_IsTrue(detail(r, "paths", "0", "timed_out", NULL)));
+}
+
+/*
+ * Seven stale mounts cost one timeout, not seven (slurmd kills a
+ * HealthCheckProgram after 60 s), and the reason names the paths that
+ * timed out: every one that fits, then how many more.
+ */
+static void
+test_storage_many_blocked(void **state)
+{
+	struct fix *f = *state;
+	const struct check_result *r;
+	char fifo[7][700];
+	double t0, elapsed;
+	int named = 0, more = 0;
+	const char *m;
+
+	f->cfg.paths = realloc(f->cfg.paths, 8 * sizeof(*f->cfg.paths));
+	assert_non_null(f->cfg.paths);
+	for (int i = 0; i < 7; i++) {
+		snprintf(fifo[i], sizeof(fifo[i]), "%s/s%d", f->data, i);
+		assert_int_equal(mkfifo(fifo[i], 0600), 0);
+		f->cfg.paths[f->cfg.npaths] = f->cfg.paths[0];
+		f->cfg.paths[f->cfg.npaths].path = strdup(fifo[i]);
+		assert_non_null(f->cfg.paths[f->cfg.npaths].path);
+		f->cfg.npaths++;
+	}
+	f->cfg.check_timeout_s = 1;
+	t0 = now();
+	r = expect(f, "storage", VERDICT_FAIL, "timed out after 1 s");
+	elapsed = now() - t0;
+	print_message("  check with 7 blocked paths, 1 s timeout: %.3f s\n", elapsed);
+	assert_true(elapsed >= 0.9);
+	assert_true(elapsed < 2.0);
+	assert_true(cJSON_IsFalse(detail(r, "paths", "0", "timed_out", NULL)));
+	for (int i = 0; i < 7; i++) {
+		char k[8];
+
+		snprintf(k, sizeof(k), "%d", i + 1);
+		assert_true(cJSON_IsTrue(detail(r, "paths", k, "timed_out", NULL)));
+		named += strstr(r->reason, fifo[i]) != NULL;
+	}
+	/* The first one always; the rest as the line allows. */
+	assert_non_null(strstr(r->reason, fifo[0]));
+	m = strstr(r->reason, " and ");
+	if (m)
+		assert_int_equal(sscanf(m, " and %d more", &more), 1);
+	assert_int_equal(named + more, 7);
+	assert_int_equal(cJSON_GetArraySize(detail(r, "problems", NULL, NULL, NULL)), 1);
+	reap_orphans();
 }
 
 static void
@@ -1215,6 +1343,8 @@ main(void)
 		T(test_aer),
 		T(test_driver_versions),
 		T(test_facts),
+		T(test_driver_required),
+		T(test_driver_required_config),
 		T(test_memory),
 		T(test_memory_garbage_nodes),
 		T(test_storage_full),
@@ -1222,6 +1352,7 @@ main(void)
 		T(test_storage_not_writable),
 		T(test_storage_read_only),
 		T(test_storage_timeout),
+		T(test_storage_many_blocked),
 		T(test_shm),
 		T(test_limits),
 		T(test_nic_missing),
@@ -1241,5 +1372,7 @@ main(void)
 	};
 #undef T
 
+	/* Probes killed after their helper is gone come here, not to init. */
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

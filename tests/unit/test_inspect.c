@@ -21,6 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cJSON.h>
+
+#include "check.h"
 #include "config.h"
 #include "inspect.h"
 #include "topo.h"
@@ -291,7 +294,7 @@ test_config_copied(void **state)
 	config_free(&f->cfg);
 	config_init(&f->cfg);
 	put(f->root, "sys/class/net/eth0/operstate", "down\n");
-	expect_one(f, "nic", "eth0", VERDICT_FAIL, "operstate down, carrier 1");
+	expect_one(f, "nic", "eth0", VERDICT_FAIL, "eth0 is down (operstate down, carrier)");
 }
 
 /* --- network ------------------------------------------------------------ */
@@ -304,10 +307,10 @@ test_nic_down(void **state)
 	start(f);
 	put(f->root, "sys/class/net/eth0/operstate", "down\n");
 	put(f->root, "sys/class/net/eth0/carrier", "0\n");
-	expect_one(f, "nic", "eth0", VERDICT_FAIL, "operstate down, carrier 0");
+	expect_one(f, "nic", "eth0", VERDICT_FAIL, "eth0 is down (operstate down, no carrier)");
 	/* a down interface's carrier cannot be read */
 	rm(f->root, "sys/class/net/eth0/carrier");
-	expect_one(f, "nic", "eth0", VERDICT_FAIL, "operstate down, carrier unknown");
+	expect_one(f, "nic", "eth0", VERDICT_FAIL, "eth0 is down (operstate down, no carrier)");
 	put(f->root, "sys/class/net/eth0/operstate", "up\n");
 	put(f->root, "sys/class/net/eth0/carrier", "1\n");
 	expect_none(f);
@@ -320,10 +323,10 @@ test_nic_no_carrier(void **state)
 
 	start(f);
 	put(f->root, "sys/class/net/eth0/carrier", "0\n");
-	expect_one(f, "nic", "eth0", VERDICT_FAIL, "operstate up, carrier 0");
+	expect_one(f, "nic", "eth0", VERDICT_FAIL, "eth0 has no carrier (operstate up)");
 	/* drivers without operstate support: "unknown" with carrier is up */
 	put(f->root, "sys/class/net/eth0/operstate", "unknown\n");
-	expect_one(f, "nic", "eth0", VERDICT_FAIL, "operstate unknown, carrier 0");
+	expect_one(f, "nic", "eth0", VERDICT_FAIL, "eth0 is down (operstate unknown, no carrier)");
 	put(f->root, "sys/class/net/eth0/carrier", "1\n");
 	expect_none(f);
 }
@@ -335,7 +338,7 @@ test_nic_gone(void **state)
 
 	start(f);
 	rm(f->root, "sys/class/net/eth0");
-	expect_one(f, "nic", "eth0", VERDICT_FAIL, "no such interface");
+	expect_one(f, "nic", "eth0", VERDICT_FAIL, "eth0 is missing");
 }
 
 static void
@@ -346,10 +349,10 @@ test_ib_down(void **state)
 	start(f);
 	put(f->root, IB0 "/state", "1: DOWN\n");
 	put(f->root, IB0 "/phys_state", "3: Disabled\n");
-	expect_one(f, "ib", "mlx5_0/1", VERDICT_FAIL, "state DOWN, phys_state Disabled");
+	expect_one(f, "ib", "mlx5_0/1", VERDICT_FAIL, "mlx5_0 port 1 is not active (state DOWN, phys_state Disabled)");
 	put(f->root, IB0 "/state", "2: INIT\n");
 	put(f->root, IB0 "/phys_state", "5: LinkUp\n");
-	expect_one(f, "ib", "mlx5_0/1", VERDICT_FAIL, "state INIT, phys_state LinkUp");
+	expect_one(f, "ib", "mlx5_0/1", VERDICT_FAIL, "mlx5_0 port 1 is not active (state INIT, phys_state LinkUp)");
 	put(f->root, IB0 "/state", "4: ACTIVE\n");
 	expect_none(f);
 	/* a port of a device nobody requires: not judged by its state */
@@ -358,7 +361,7 @@ test_ib_down(void **state)
 	/* the required device vanishing */
 	rm(f->root, "sys/class/infiniband/mlx5_0");
 	run(f);
-	expect_at(f, 1, 0, "ib", "mlx5_0", VERDICT_FAIL, "no such InfiniBand device");
+	expect_at(f, 1, 0, "ib", "mlx5_0", VERDICT_FAIL, "InfiniBand device mlx5_0 is missing");
 }
 
 static void
@@ -370,13 +373,13 @@ test_link_downed(void **state)
 	put(f->root, IB0 "/counters/link_downed", "2\n");  /* rewritten, unchanged */
 	expect_none(f);
 	put(f->root, IB0 "/counters/link_downed", "4\n");
-	expect_one(f, "ib", "mlx5_0/1", VERDICT_FAIL, "link_downed 2 -> 4");
+	expect_one(f, "ib", "mlx5_0/1", VERDICT_FAIL, "mlx5_0 port 1 link went down 2 more times (link_downed 2 -> 4)");
 	/* compared with the baseline: still there on the next run */
-	expect_one(f, "ib", "mlx5_0/1", VERDICT_FAIL, "link_downed 2 -> 4");
+	expect_one(f, "ib", "mlx5_0/1", VERDICT_FAIL, "mlx5_0 port 1 link went down 2 more times (link_downed 2 -> 4)");
 	/* any port present at the baseline, required or not */
 	put(f->root, IB0 "/counters/link_downed", "2\n");
 	put(f->root, IB1 "/counters/link_downed", "1\n");
-	expect_one(f, "ib", "mlx5_1/1", VERDICT_FAIL, "link_downed 0 -> 1");
+	expect_one(f, "ib", "mlx5_1/1", VERDICT_FAIL, "mlx5_1 port 1 link went down 1 more time (link_downed 0 -> 1)");
 }
 
 static void
@@ -386,11 +389,11 @@ test_symbol_error(void **state)
 
 	start(f);
 	put(f->root, IB1 "/counters/symbol_error", "12\n");
-	expect_one(f, "ib", "mlx5_1/1", VERDICT_WARN, "symbol_error 5 -> 12");
+	expect_one(f, "ib", "mlx5_1/1", VERDICT_WARN, "mlx5_1 port 1 has 7 new symbol errors (symbol_error 5 -> 12)");
 	put(f->root, IB0 "/counters/symbol_error", "1\n");
 	run(f);
-	expect_at(f, 2, 0, "ib", "mlx5_0/1", VERDICT_WARN, "symbol_error 0 -> 1");
-	expect_at(f, 2, 1, "ib", "mlx5_1/1", VERDICT_WARN, "symbol_error 5 -> 12");
+	expect_at(f, 2, 0, "ib", "mlx5_0/1", VERDICT_WARN, "mlx5_0 port 1 has 1 new symbol error (symbol_error 0 -> 1)");
+	expect_at(f, 2, 1, "ib", "mlx5_1/1", VERDICT_WARN, "mlx5_1 port 1 has 7 new symbol errors (symbol_error 5 -> 12)");
 }
 
 /* A port that appears after the baseline is not watched. */
@@ -421,12 +424,12 @@ test_aer(void **state)
 	expect_none(f);
 
 	put_aer(f->root, DEV0, "aer_dev_fatal", "TOTAL_ERR_FATAL", 3);
-	expect_one(f, "aer", BUS0, VERDICT_FAIL, "slot 0 (" BUS0 ") fatal AER errors 1 -> 3");
+	expect_one(f, "aer", BUS0, VERDICT_FAIL, "slot 0 (" BUS0 ") has 2 new fatal PCIe AER errors (1 -> 3)");
 	put_aer(f->root, DEV0, "aer_dev_fatal", "TOTAL_ERR_FATAL", 1);
 
 	put_aer(f->root, DEV1, "aer_dev_nonfatal", "TOTAL_ERR_NONFATAL", 1);
 	expect_one(f, "aer", BUS1, VERDICT_WARN,
-	           "slot 1 (" BUS1 ") non-fatal AER errors 0 -> 1");
+	           "slot 1 (" BUS1 ") has 1 new non-fatal PCIe AER error (0 -> 1)");
 	put_aer(f->root, DEV1, "aer_dev_nonfatal", "TOTAL_ERR_NONFATAL", 0);
 
 	/* correctable: only more than aer_correctable_max since the baseline */
@@ -434,7 +437,7 @@ test_aer(void **state)
 	expect_none(f);
 	put_aer(f->root, DEV0, "aer_dev_correctable", "TOTAL_ERR_COR", 111);
 	expect_one(f, "aer", BUS0, VERDICT_WARN,
-	           "slot 0 (" BUS0 ") correctable AER errors 100 -> 111, more than 10");
+	           "slot 0 (" BUS0 ") has 11 new correctable PCIe AER errors (100 -> 111, limit 10)");
 }
 
 static void
@@ -460,11 +463,11 @@ test_aer_all_risen(void **state)
 	put_aer(f->root, DEV1, "aer_dev_nonfatal", "TOTAL_ERR_NONFATAL", 2);
 	put_aer(f->root, DEV1, "aer_dev_fatal", "TOTAL_ERR_FATAL", 3);
 	run(f);
-	expect_at(f, 3, 0, "aer", BUS1, VERDICT_FAIL, "slot 1 (" BUS1 ") fatal AER errors 0 -> 3");
+	expect_at(f, 3, 0, "aer", BUS1, VERDICT_FAIL, "slot 1 (" BUS1 ") has 3 new fatal PCIe AER errors (0 -> 3)");
 	expect_at(f, 3, 1, "aer", BUS1, VERDICT_WARN,
-	          "slot 1 (" BUS1 ") non-fatal AER errors 0 -> 2");
+	          "slot 1 (" BUS1 ") has 2 new non-fatal PCIe AER errors (0 -> 2)");
 	expect_at(f, 3, 2, "aer", BUS1, VERDICT_WARN,
-	          "slot 1 (" BUS1 ") correctable AER errors 0 -> 1, more than 0");
+	          "slot 1 (" BUS1 ") has 1 new correctable PCIe AER error (0 -> 1, limit 0)");
 }
 
 static void
@@ -474,12 +477,12 @@ test_slot_gone(void **state)
 
 	start(f);
 	rm(f->root, "sys/bus/pci/devices/" BUS1);
-	expect_one(f, "slot", BUS1, VERDICT_FAIL, "slot 1 (" BUS1 ") is gone from the PCI bus");
+	expect_one(f, "slot", BUS1, VERDICT_FAIL, "slot 1 (" BUS1 ") is missing from the PCI bus");
 	/* the device removed but its bus link left dangling: gone as well */
 	rm(f->root, DEV0);
 	run(f);
-	expect_at(f, 2, 0, "slot", BUS0, VERDICT_FAIL, "slot 0 (" BUS0 ") is gone from the PCI bus");
-	expect_at(f, 2, 1, "slot", BUS1, VERDICT_FAIL, "slot 1 (" BUS1 ") is gone from the PCI bus");
+	expect_at(f, 2, 0, "slot", BUS0, VERDICT_FAIL, "slot 0 (" BUS0 ") is missing from the PCI bus");
+	expect_at(f, 2, 1, "slot", BUS1, VERDICT_FAIL, "slot 1 (" BUS1 ") is missing from the PCI bus");
 }
 
 static void
@@ -519,7 +522,7 @@ test_memory(void **state)
 
 	start(f);
 	put_meminfo(f->root, 1, 131072000, 12 * 1024 + 512);
-	expect_one(f, "memory", "node1", VERDICT_WARN, "12 MB free, need 1024 MB");
+	expect_one(f, "memory", "node1", VERDICT_WARN, "NUMA node 1 has 12 MB free, below 1024 MB");
 	/* memoryless nodes have nothing to free */
 	put_meminfo(f->root, 1, 131072000, 65536000);
 	put_meminfo(f->root, 2, 0, 0);
@@ -540,16 +543,26 @@ test_memory_no_numa(void **state)
 	rm(f->root, "sys/devices/system/node");
 	put(f->root, "proc/meminfo", "MemTotal:       262144000 kB\nMemFree:        2048 kB\n");
 	start(f);
-	expect_one(f, "memory", "node0", VERDICT_WARN, "2 MB free, need 1024 MB");
+	expect_one(f, "memory", "node0", VERDICT_WARN, "NUMA node 0 has 2 MB free, below 1024 MB");
 	rm(f->root, "proc/meminfo");
 	run(f);
 	assert_int_equal(f->n, 1);
 	assert_string_equal(f->f[0].what, "memory");
 	assert_int_equal(f->f[0].verdict, VERDICT_WARN);
-	assert_non_null(strstr(f->f[0].evidence, "free memory cannot be read"));
+	assert_non_null(strstr(f->f[0].evidence, "cannot read free memory"));
 }
 
 /* --- checkpoint directory ----------------------------------------------- */
+
+/* The evidence for the checkpoint directory: "<dir> WORDS". */
+static const char *
+ckpt_says(const struct fix *f, const char *words)
+{
+	static char buf[700];
+
+	snprintf(buf, sizeof(buf), "%s %s", f->ckpt, words);
+	return buf;
+}
 
 static void
 test_ckpt_missing(void **state)
@@ -558,10 +571,10 @@ test_ckpt_missing(void **state)
 
 	start(f);
 	assert_int_equal(rmdir(f->ckpt), 0);
-	expect_one(f, "storage", f->ckpt, VERDICT_FAIL, "missing");
+	expect_one(f, "storage", f->ckpt, VERDICT_FAIL, ckpt_says(f, "is missing"));
 	/* a file where the directory was */
 	put(f->root, "ckpt", "x\n");
-	expect_one(f, "storage", f->ckpt, VERDICT_FAIL, "not a directory");
+	expect_one(f, "storage", f->ckpt, VERDICT_FAIL, ckpt_says(f, "is not a directory"));
 }
 
 static void
@@ -584,7 +597,9 @@ test_ckpt_space(void **state)
 	assert_string_equal(f->f[0].what, "storage");
 	assert_string_equal(f->f[0].device, f->ckpt);
 	assert_int_equal(f->f[0].verdict, VERDICT_FAIL);
-	if (sscanf(f->f[0].evidence, "%lld MB free, need %lld %7s", &free_mb, &need, tail) != 3)
+	if (strncmp(f->f[0].evidence, ckpt_says(f, "has "), strlen(ckpt_says(f, "has "))) != 0 ||
+	    sscanf(f->f[0].evidence + strlen(ckpt_says(f, "has ")), "%lld MB free, below %lld %7s",
+	           &free_mb, &need, tail) != 3)
 		fail_msg("evidence \"%s\"", f->f[0].evidence);
 	assert_string_equal(tail, "MB");
 	assert_int_equal(need, 1LL << 40);
@@ -613,7 +628,7 @@ test_ckpt_hung(void **state)
 	f->cfg.check_timeout_s = 1;
 	start(f);
 	t0 = now();
-	expect_one(f, "storage", f->ckpt, VERDICT_FAIL, "not answering after 1 s");
+	expect_one(f, "storage", f->ckpt, VERDICT_FAIL, ckpt_says(f, "timed out after 1 s"));
 	elapsed = now() - t0;
 	assert_true(elapsed >= 0.9);
 	assert_true(elapsed < 2.0);
@@ -622,7 +637,7 @@ test_ckpt_hung(void **state)
 	f->cfg.check_timeout_s = 30;
 	start(f);
 	t0 = now();
-	expect_one(f, "storage", f->ckpt, VERDICT_FAIL, "not answering after 2 s");
+	expect_one(f, "storage", f->ckpt, VERDICT_FAIL, ckpt_says(f, "timed out after 2 s"));
 	elapsed = now() - t0;
 	assert_true(elapsed >= 1.9);
 	assert_true(elapsed < 3.0);
@@ -636,18 +651,99 @@ test_ckpt_long_path(void **state)
 	char dir[700];
 	size_t len;
 
+	const char *ev, *tail;
+
 	snprintf(dir, sizeof(dir), "%s/%s", f->root,
-	         "a-checkpoint-directory-with-a-rather-long-name/and-a-run/step-000123");
+	         "a-checkpoint-directory-with-a-rather-long-name/and-a-run-kept-in-a-"
+	         "project-directory-of-its-own/step-000123");
 	f->ckpt_min_mb = 0;
 	inspect_free(f->in);
 	assert_int_equal(inspect_new(&f->cfg, f->slots, 2, dir, 0, &f->in), 0);
 	run(f);
 	assert_int_equal(f->n, 1);
-	assert_string_equal(f->f[0].evidence, "missing");
+	/* The evidence too: the end of the path, then what is wrong. */
+	ev = f->f[0].evidence;
+	assert_memory_equal(ev, "...", 3);
+	tail = strstr(ev, " is missing");
+	assert_non_null(tail);
+	assert_string_equal(tail, " is missing");
+	assert_memory_equal(ev + 3, dir + strlen(dir) - (size_t)(tail - ev - 3),
+	                    (size_t)(tail - ev - 3));
+	assert_true(tail - ev - 3 >= 64);
 	len = strlen(f->f[0].device);
 	assert_int_equal(len, sizeof(f->f[0].device) - 1);
 	assert_memory_equal(f->f[0].device, "...", 3);
 	assert_string_equal(f->f[0].device + 3, dir + strlen(dir) - (len - 3));
+}
+
+/*
+ * The checkpoint directory's minimum comes from the configuration
+ * ("check.storage.ckpt_min_free_mb"): `vigil run --ckpt-dir` passes 0, which
+ * once meant that the space was never judged.
+ */
+static void
+test_ckpt_min_from_config(void **state)
+{
+	static const char doc[] =
+		"{\"check\": {\"storage\": {\"ckpt_min_free_mb\": 1099511627776}}}";
+	static const char bad[] = "{\"check\": {\"storage\": {\"ckpt_min_free_mb\": -1}}}";
+	struct fix *f = *state;
+	char err[256];
+
+	assert_int_equal(config_load_buffer(&f->cfg, doc, strlen(doc), "t.json", err, sizeof(err)), 0);
+	assert_int_equal(f->cfg.ckpt_min_free_mb, 1LL << 40);
+	assert_int_equal(inspect_new(&f->cfg, f->slots, 2, f->ckpt, 0, &f->in), 0);
+	run(f);
+	assert_int_equal(f->n, 1);
+	assert_string_equal(f->f[0].what, "storage");
+	assert_int_equal(f->f[0].verdict, VERDICT_FAIL);
+	assert_non_null(strstr(f->f[0].evidence, " MB free, below 1099511627776 MB"));
+	/* A positive minimum given to inspect_new() overrides it. */
+	f->ckpt_min_mb = 1;
+	start(f);
+	expect_none(f);
+	/* Out of range, or another type: refused with the key's name. */
+	assert_int_equal(config_load_buffer(&f->cfg, bad, strlen(bad), "t.json", err, sizeof(err)),
+	                 -EINVAL);
+	assert_string_equal(err, "t.json: check.storage.ckpt_min_free_mb: expected a non-negative "
+	                         "integer, got -1");
+}
+
+/*
+ * The pre-check and the inspection judge with the same rules, and say
+ * the same fault in the same words.
+ */
+static void
+test_same_words(void **state)
+{
+	struct fix *f = *state;
+	struct check_report rep;
+	struct check_ctx ctx = { &f->cfg, f->slots, 2, true };
+
+	f->cfg.driver_required = false;  /* this tree binds no driver */
+	start(f);
+	put(f->root, "sys/class/net/eth0/operstate", "down\n");
+	rm(f->root, "sys/class/net/eth0/carrier");
+	rm(f->root, "sys/bus/pci/devices/" BUS1);
+	put(f->root, IB0 "/state", "1: DOWN\n");
+	run(f);
+	assert_int_equal(check_run(&ctx, &rep), 0);
+	assert_int_equal(f->n, 3);
+	assert_string_equal(rep.results[0].name, "slots");
+	assert_string_equal(rep.results[0].reason, f->f[0].evidence);
+	assert_string_equal(f->f[0].evidence, "slot 1 (" BUS1 ") is missing from the PCI bus");
+	assert_string_equal(rep.results[4].name, "nics");
+	assert_non_null(strstr(rep.results[4].reason, f->f[1].evidence));
+	assert_string_equal(f->f[1].evidence, "eth0 is down (operstate down, no carrier)");
+	{
+		const cJSON *p;
+		bool seen = false;
+
+		cJSON_ArrayForEach(p, cJSON_GetObjectItem(rep.results[4].details, "problems"))
+			seen |= strcmp(p->valuestring, f->f[2].evidence) == 0;
+		assert_true(seen);
+	}
+	check_report_free(&rep);
 }
 
 /* Without a checkpoint directory nothing is probed. */
@@ -686,7 +782,7 @@ test_garbage(void **state)
 	expect_none(f);
 	/* and a real rise after garbage is still seen */
 	put(f->root, IB0 "/counters/link_downed", "3\n");
-	expect_one(f, "ib", "mlx5_0/1", VERDICT_FAIL, "link_downed 2 -> 3");
+	expect_one(f, "ib", "mlx5_0/1", VERDICT_FAIL, "mlx5_0 port 1 link went down 1 more time (link_downed 2 -> 3)");
 }
 
 /* Garbage at the baseline: the first readable value becomes it. */
@@ -705,8 +801,8 @@ test_garbage_at_baseline(void **state)
 	put(f->root, IB0 "/counters/link_downed", "8\n");
 	put_aer(f->root, DEV1, "aer_dev_fatal", "TOTAL_ERR_FATAL", 5);
 	run(f);
-	expect_at(f, 2, 0, "aer", BUS1, VERDICT_FAIL, "slot 1 (" BUS1 ") fatal AER errors 4 -> 5");
-	expect_at(f, 2, 1, "ib", "mlx5_0/1", VERDICT_FAIL, "link_downed 7 -> 8");
+	expect_at(f, 2, 0, "aer", BUS1, VERDICT_FAIL, "slot 1 (" BUS1 ") has 1 new fatal PCIe AER error (4 -> 5)");
+	expect_at(f, 2, 1, "ib", "mlx5_0/1", VERDICT_FAIL, "mlx5_0 port 1 link went down 1 more time (link_downed 7 -> 8)");
 }
 
 /* Cleared counters start again from the lower value. */
@@ -719,7 +815,7 @@ test_counter_cleared(void **state)
 	put(f->root, IB0 "/counters/link_downed", "0\n");
 	expect_none(f);
 	put(f->root, IB0 "/counters/link_downed", "1\n");
-	expect_one(f, "ib", "mlx5_0/1", VERDICT_FAIL, "link_downed 0 -> 1");
+	expect_one(f, "ib", "mlx5_0/1", VERDICT_FAIL, "mlx5_0 port 1 link went down 1 more time (link_downed 0 -> 1)");
 }
 
 /* Many faults at once come in the documented order. */
@@ -738,15 +834,15 @@ test_order(void **state)
 	put(f->root, DEV1 "/max_link_width", "32\n");
 	rm(f->root, "sys/bus/pci/devices/" BUS0);
 	run(f);
-	expect_at(f, 8, 0, "slot", BUS0, VERDICT_FAIL, "slot 0 (" BUS0 ") is gone from the PCI bus");
+	expect_at(f, 8, 0, "slot", BUS0, VERDICT_FAIL, "slot 0 (" BUS0 ") is missing from the PCI bus");
 	expect_at(f, 8, 1, "pcie", BUS1, VERDICT_WARN,
 	          "slot 1 (" BUS1 ") PCIe link degraded: x16 of x32");
-	expect_at(f, 8, 2, "aer", BUS1, VERDICT_FAIL, "slot 1 (" BUS1 ") fatal AER errors 0 -> 1");
-	expect_at(f, 8, 3, "nic", "eth0", VERDICT_FAIL, "operstate up, carrier 0");
-	expect_at(f, 8, 4, "ib", "mlx5_0/1", VERDICT_FAIL, "state DOWN, phys_state LinkUp");
-	expect_at(f, 8, 5, "ib", "mlx5_1/1", VERDICT_WARN, "symbol_error 5 -> 6");
-	expect_at(f, 8, 6, "memory", "node0", VERDICT_WARN, "0 MB free, need 1024 MB");
-	expect_at(f, 8, 7, "storage", f->ckpt, VERDICT_FAIL, "missing");
+	expect_at(f, 8, 2, "aer", BUS1, VERDICT_FAIL, "slot 1 (" BUS1 ") has 1 new fatal PCIe AER error (0 -> 1)");
+	expect_at(f, 8, 3, "nic", "eth0", VERDICT_FAIL, "eth0 has no carrier (operstate up)");
+	expect_at(f, 8, 4, "ib", "mlx5_0/1", VERDICT_FAIL, "mlx5_0 port 1 is not active (state DOWN, phys_state LinkUp)");
+	expect_at(f, 8, 5, "ib", "mlx5_1/1", VERDICT_WARN, "mlx5_1 port 1 has 1 new symbol error (symbol_error 5 -> 6)");
+	expect_at(f, 8, 6, "memory", "node0", VERDICT_WARN, "NUMA node 0 has 0 MB free, below 1024 MB");
+	expect_at(f, 8, 7, "storage", f->ckpt, VERDICT_FAIL, ckpt_says(f, "is missing"));
 }
 
 /* --- the live node ------------------------------------------------------ */
@@ -816,6 +912,8 @@ main(void)
 		T(test_ckpt_hung),
 		T(test_ckpt_long_path),
 		T(test_ckpt_none),
+		T(test_ckpt_min_from_config),
+		T(test_same_words),
 		T(test_garbage),
 		T(test_garbage_at_baseline),
 		T(test_counter_cleared),
