@@ -45,7 +45,8 @@
 #   sl_job_field JOBID FIELD   one field of `scontrol show job` (JobState,
 #                      Reason, Restarts, NodeList, ExcNodeList, ...).
 #   sl_node_field NODE FIELD   one field of `scontrol show node` (State,
-#                      Reason); Reason is the whole rest of its line.
+#                      Reason); Reason is the whole rest of its line; State
+#                      without the NOT_RESPONDING flag (slurmctld's ping timing).
 #   sl_wait_job JOBID REGEX SECONDS   until the job's JobState matches
 #                      REGEX (an anchored ERE); 1 after SECONDS.
 #   sl_wait_node NODE REGEX SECONDS   the same for a node's State.
@@ -182,6 +183,11 @@ sl_node_field() {
 		# the reason has spaces: it runs to the end of its line
 		sl_cmd scontrol show node "$1" 2>/dev/null |
 			sed -n 's/^ *Reason=//p' | head -n 1
+	elif [ "$2" = State ]; then
+		# NOT_RESPONDING says when slurmctld last reached slurmd (late on
+		# a loaded machine), not whether the node is drained or up
+		sl_cmd scontrol -o show node "$1" 2>/dev/null |
+			tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1 | sed 's/+NOT_RESPONDING//'
 	else
 		sl_cmd scontrol -o show node "$1" 2>/dev/null |
 			tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
