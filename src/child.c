@@ -21,9 +21,11 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "child.h"
+#include "hwmon.h"
 #include "sig.h"
 #include "spawn.h"
 
@@ -46,6 +48,8 @@ struct child {
 	int err_fd;
 	bool exited;
 	int status;
+	struct hwmon *proc;     /* "/" for /proc, opened on first use; NULL until then */
+	bool proc_failed;       /* it could not be opened: signal the group only */
 };
 
 static const struct child_sys real_sys = { fork, kill, waitpid };
@@ -471,11 +475,307 @@ child_close_fd(struct child *c, int fd)
 	(void)close(fd);  /* read ends: nothing to flush, nothing to report */
 }
 
+/* ---- the training's processes ------------------------------------------ */
+
+static const struct child_proc *
+find_proc(const struct child_proc *p, size_t n, pid_t pid)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p[mid].pid == pid)
+			return &p[mid];
+		if (p[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Deeper process trees than this are not followed (a loop in a snapshot
+ * taken while processes come and go must not hang us). */
+#define MAX_DEPTH 256
+
+size_t
+child_tree_members(const struct child_proc *p, size_t n, pid_t agent, pid_t agent_sid,
+                   pid_t main, bool main_alive, bool *member)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct child_proc *cur = &p[i];
+		const struct child_proc *top = NULL;
+
+		member[i] = false;
+		for (int depth = 0; cur && depth < MAX_DEPTH; depth++) {
+			if (cur->pid == agent)
+				break;          /* the agent itself is not the training */
+			if (cur->ppid == agent) {
+				top = cur;
+				break;
+			}
+			cur = find_proc(p, n, cur->ppid);
+		}
+		if (!top)
+			continue;
+		if (top->pid == main)
+			member[i] = main_alive;   /* once reaped, the pid may be a new helper's */
+		else if (top->pgid == main)
+			member[i] = true;
+		else
+			member[i] = !(top->pid == top->pgid && top->sid == agent_sid);
+		count += member[i];
+	}
+	return count;
+}
+
+size_t
+child_notice_targets(const struct child_proc *p, size_t n, const bool *member, bool *target)
+{
+	bool *parent = calloc(n ? n : 1, sizeof(*parent));
+	size_t count = 0;
+
+	/* Without memory every member is a target: the signal still arrives. */
+	for (size_t i = 0; i < n; i++) {
+		const struct child_proc *up = member[i] ? find_proc(p, n, p[i].ppid) : NULL;
+
+		if (up && parent)
+			parent[up - p] = true;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct child_proc *up = &p[i];
+		bool under_launcher = false;
+
+		target[i] = false;
+		if (!member[i] || p[i].zombie)
+			continue;
+		for (int depth = 0; depth < MAX_DEPTH; depth++) {
+			up = find_proc(p, n, up->ppid);
+			if (!up || !member[up - p])
+				break;
+			if (up->mpi_launcher && up->handles) {
+				under_launcher = true;
+				break;
+			}
+		}
+		target[i] = !under_launcher && (p[i].handles || !parent || !parent[i]);
+		count += target[i];
+	}
+	free(parent);
+	return count;
+}
+
+static bool
+is_mpi_launcher_comm(const char *comm)
+{
+	static const char *const names[] = {
+		"mpirun", "mpiexec", "orterun", "prterun", "mpiexec.hydra", "mpirun.openmpi",
+		"mpiexec.openmpi", "mpirun.mpich", "mpiexec.mpich", "horovodrun",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(comm, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The training's processes now: *PROCS (sorted by pid) and *MEMBER, both
+ * to free().  SIG > 0: each member's handles is set for it. */
+static int
+snapshot(struct child *c, int sig, struct child_proc **procs, bool **member, size_t *n)
+{
+	struct hwmon_proc *hp = NULL;
+	struct child_proc *p;
+	size_t np = 0;
+	bool *m;
+	int rc;
+
+	*procs = NULL;
+	*member = NULL;
+	*n = 0;
+	if (!c->proc && !c->proc_failed && hwmon_open(NULL, &c->proc) < 0)
+		c->proc_failed = true;
+	if (!c->proc)
+		return -ENOTSUP;
+	rc = hwmon_procs(c->proc, &hp, &np);
+	if (rc < 0)
+		return rc;
+	p = calloc(np ? np : 1, sizeof(*p));
+	m = calloc(np ? np : 1, sizeof(*m));
+	if (!p || !m) {
+		free(hp);
+		free(p);
+		free(m);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < np; i++) {
+		p[i].pid = hp[i].pid;
+		p[i].ppid = hp[i].ppid;
+		p[i].pgid = hp[i].pgid;
+		p[i].sid = hp[i].sid;
+		p[i].zombie = hp[i].state == 'Z';
+		p[i].mpi_launcher = is_mpi_launcher_comm(hp[i].comm);
+	}
+	free(hp);
+	child_tree_members(p, np, getpid(), getsid(0), c->pid, !c->exited, m);
+	for (size_t i = 0; sig > 0 && sig <= 64 && i < np; i++) {
+		unsigned long long caught = 0, ignored = 0;
+		unsigned long long bit = 1ULL << (sig - 1);
+
+		/* A process that is gone by now needs nothing. */
+		if (m[i] && hwmon_proc_sigmasks(c->proc, p[i].pid, &caught, &ignored) == 0)
+			p[i].handles = ((caught | ignored) & bit) != 0;
+	}
+	*procs = p;
+	*member = m;
+	*n = np;
+	return 0;
+}
+
+static bool
+is_stop_signal(int sig)
+{
+	return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT ||
+	       sig == SIGKILL || sig == SIGSTOP || sig == SIGCONT;
+}
+
+/* kill(), counting deliveries; a process gone meanwhile is not an error. */
+static int
+send_one(pid_t pid, int sig, int *delivered)
+{
+	if (sys.kill(pid, sig) == 0) {
+		(*delivered)++;
+		return 0;
+	}
+	return errno == ESRCH ? 0 : -errno;
+}
+
+/* SIG to the group and to each member outside it (NOTICE: to the notice
+ * targets only, and not to the group). */
+static int
+deliver(struct child *c, int sig, bool notice)
+{
+	struct child_proc *p = NULL;
+	bool *m = NULL, *t = NULL;
+	int delivered = 0, rc = 0;
+	size_t n = 0;
+
+	if (snapshot(c, sig, &p, &m, &n) < 0)
+		notice = false;         /* no /proc: the group, as a shell would */
+	if (!notice)
+		rc = send_one(-c->pid, sig, &delivered);
+	if (notice) {
+		t = calloc(n ? n : 1, sizeof(*t));
+		if (!t) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		child_notice_targets(p, n, m, t);
+	}
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (!m[i] || p[i].zombie)
+			continue;
+		if (notice ? t[i] : p[i].pgid != c->pid)
+			rc = send_one(p[i].pid, sig, &delivered);
+	}
+out:
+	free(p);
+	free(m);
+	free(t);
+	if (rc < 0)
+		return rc;
+	return delivered > 0 ? 0 : -ESRCH;
+}
+
 int
 child_signal(struct child *c, int sig)
 {
-	if (sys.kill(-c->pid, sig) < 0)
-		return -errno;
+	return deliver(c, sig, !is_stop_signal(sig));
+}
+
+int
+child_signal_all(struct child *c, int sig)
+{
+	return deliver(c, sig, false);
+}
+
+/* Living members of the snapshot. */
+static size_t
+count_alive(const struct child_proc *p, const bool *m, size_t n)
+{
+	size_t alive = 0;
+
+	for (size_t i = 0; i < n; i++)
+		alive += m[i] && !p[i].zombie;
+	return alive;
+}
+
+int
+child_kill_tree(struct child *c)
+{
+	const struct timespec pause = { 0, 1000000 };   /* 1 ms */
+	size_t alive = 0;
+
+	for (int round = 0; round < 5; round++) {
+		struct child_proc *p;
+		bool *m;
+		size_t n;
+		int rc;
+
+		(void)child_signal_all(c, SIGKILL);   /* -ESRCH: nothing left */
+		rc = snapshot(c, 0, &p, &m, &n);
+		if (rc < 0)
+			return rc;
+		alive = count_alive(p, m, n);
+		free(p);
+		free(m);
+		if (alive == 0)
+			return 0;
+		/* SIGKILL is delivered at once but acted on when the process
+		 * next runs: give them a moment before looking again. */
+		(void)nanosleep(&pause, NULL);
+	}
+	return (int)alive;
+}
+
+int
+child_descendants(struct child *c, pid_t **pids, size_t *npids)
+{
+	struct child_proc *p;
+	bool *m;
+	size_t n, k = 0;
+	pid_t *v;
+	int rc;
+
+	*pids = NULL;
+	*npids = 0;
+	rc = snapshot(c, 0, &p, &m, &n);
+	if (rc < 0)
+		return rc;
+	v = calloc(count_alive(p, m, n) + 1, sizeof(*v));
+	if (!v) {
+		free(p);
+		free(m);
+		return -ENOMEM;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < n; i++) {
+			/* the main child first */
+			if (m[i] && !p[i].zombie && (p[i].pid == c->pid) == (pass == 0))
+				v[k++] = p[i].pid;
+		}
+	}
+	free(p);
+	free(m);
+	if (k == 0) {
+		free(v);
+		v = NULL;
+	}
+	*pids = v;
+	*npids = k;
 	return 0;
 }
 
@@ -532,11 +832,15 @@ child_free(struct child *c)
 {
 	if (!c)
 		return;
-	/* ESRCH: the group is already gone. */
+	/* ESRCH: the group is already gone.  The rest of the training goes
+	 * too, once (child_kill_tree() is the caller's to wait for it). */
 	if (c->pid > 0 && !c->exited)
 		(void)sys.kill(-c->pid, SIGKILL);
+	if (c->pid > 0)
+		(void)child_signal_all(c, SIGKILL);
 	child_close_fd(c, c->out_fd);
 	child_close_fd(c, c->err_fd);
+	hwmon_free(c->proc);
 	free(c);
 }
 

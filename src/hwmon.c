@@ -966,3 +966,117 @@ hwmon_module_version(struct hwmon *h, const char *module, char *buf, size_t len)
 		return -ENODATA;
 	return rc;
 }
+
+/* ---- processes ---------------------------------------------------------- */
+
+int
+hwmon_proc_stat(struct hwmon *h, int pid, struct hwmon_proc *out)
+{
+	char path[32], line[1024];
+	const char *open_paren, *close_paren;
+	size_t clen;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (pid <= 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "proc/%d/stat", pid);
+	rc = hwmon_read_string(h, path, line, sizeof(line));
+	if (rc < 0)
+		return rc == -ESRCH ? -ENOENT : rc;
+	/* "PID (COMM) S PPID PGRP SESSION ...": COMM may hold ") ", so
+	 * the fields start after the last ')'. */
+	open_paren = strchr(line, '(');
+	close_paren = strrchr(line, ')');
+	if (!open_paren || !close_paren || close_paren < open_paren)
+		return -EINVAL;
+	if (sscanf(close_paren + 1, " %c %d %d %d", &out->state, &out->ppid, &out->pgid,
+	           &out->sid) != 4)
+		return -EINVAL;
+	clen = (size_t)(close_paren - open_paren - 1);
+	if (clen >= sizeof(out->comm))
+		clen = sizeof(out->comm) - 1;
+	memcpy(out->comm, open_paren + 1, clen);
+	out->comm[clen] = '\0';
+	out->pid = pid;
+	return 0;
+}
+
+static int
+cmp_proc(const void *a, const void *b)
+{
+	const struct hwmon_proc *x = a, *y = b;
+
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+int
+hwmon_procs(struct hwmon *h, struct hwmon_proc **procs, size_t *n)
+{
+	struct hwmon_proc *v = NULL;
+	size_t nv = 0;
+	char **names = NULL;
+	size_t nnames = 0;
+	int rc;
+
+	*procs = NULL;
+	*n = 0;
+	rc = hwmon_list(h, "proc", &names, &nnames);
+	if (rc < 0)
+		return rc;
+	if (nnames > 0) {
+		v = calloc(nnames, sizeof(*v));
+		if (!v) {
+			hwmon_list_free(names, nnames);
+			return -ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < nnames; i++) {
+		char *end;
+		long pid = strtol(names[i], &end, 10);
+
+		if (*end || pid <= 0 || pid > INT_MAX)
+			continue;
+		/* gone since the listing, or not a process: skipped */
+		if (hwmon_proc_stat(h, (int)pid, &v[nv]) == 0)
+			nv++;
+	}
+	hwmon_list_free(names, nnames);
+	qsort(v, nv, sizeof(*v), cmp_proc);
+	if (nv == 0) {
+		free(v);
+		v = NULL;
+	}
+	*procs = v;
+	*n = nv;
+	return 0;
+}
+
+int
+hwmon_proc_sigmasks(struct hwmon *h, int pid, unsigned long long *caught,
+                    unsigned long long *ignored)
+{
+	char path[32], buf[LINE_MAX_BYTES];
+	bool more, got_c = false, got_i = false;
+	ssize_t n;
+
+	if (pid <= 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "proc/%d/status", pid);
+	n = read_bounded(h, path, buf, sizeof(buf) - 1, &more);
+	if (n < 0)
+		return n == -ESRCH ? -ENOENT : (int)n;
+	buf[n] = '\0';
+	for (char *line = buf; line && *line; ) {
+		char *nl = strchr(line, '\n');
+
+		if (nl)
+			*nl = '\0';
+		if (strncmp(line, "SigCgt:", 7) == 0)
+			got_c = sscanf(line + 7, " %llx", caught) == 1;
+		else if (strncmp(line, "SigIgn:", 7) == 0)
+			got_i = sscanf(line + 7, " %llx", ignored) == 1;
+		line = nl ? nl + 1 : NULL;
+	}
+	return got_c && got_i ? 0 : -ENODATA;
+}
