@@ -16,6 +16,11 @@ if ! command -v mpiexec.hydra >/dev/null 2>&1; then
 fi
 PY=/usr/bin/python3
 np=2
+# DeepSpeed mode writes /job/hostfile where it can: a /job this test
+# created goes at the end.
+job_existed=no; [ -e /job ] && job_existed=yes
+cleanup_job() { [ "$job_existed" = no ] && [ "$(id -u)" = 0 ] && rm -rf /job; cleanup_scratch; }
+trap cleanup_job EXIT
 # Every mpirun here is bounded: a training that hangs the agents' MPI_Finalize
 # must fail the test, not hang it.
 vrun() { timeout -k 5 90 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none -np "$np" \
@@ -135,7 +140,6 @@ sys.exit(max(p.wait() for p in procs))
 PY
 chmod +x "$SCRATCH/bin/deepspeed"
 printf 'import os, sys\nprint("ds rank %%s of %%s master %%s:%%s args %%s" %% (os.environ["RANK"], os.environ["WORLD_SIZE"], os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"], " ".join(sys.argv[1:])), flush=True)\n' > "$SCRATCH/ds_train.py"
-job_existed=no; [ -e /job ] && job_existed=yes
 out=$(PATH="$SCRATCH/bin:$PATH" vrun --mode deepspeed --topology "$PASCAL" -- \
 	deepspeed "$SCRATCH/ds_train.py" --deepspeed --deepspeed_config ds_config.json 2>"$SCRATCH/err"); rc=$?
 expect_eq "deepspeed: exit" 0 "$rc"
@@ -150,7 +154,6 @@ expect_eq "deepspeed: the job's hostfile" "$host slots=2,$host slots=2" "$(paste
 if [ "$(id -u)" = 0 ] && [ "$job_existed" = no ]; then
 	# root on a node without /job: the hostfile also where DeepSpeed looks
 	expect_eq "deepspeed: /job/hostfile" "$host slots=2,$host slots=2" "$(paste -sd, /job/hostfile 2>&1)"
-	rm -rf /job
 fi
 # /job not private to the caller: not written there, said so, the job runs.
 if [ "$(id -u)" != 0 ] || [ "$job_existed" = yes ]; then
