@@ -18,6 +18,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -264,16 +266,186 @@ exec_search(const struct spawn *sp)
 	errno = e;
 }
 
+/*
+ * The keeper.  The agent's child is not the training itself but a small
+ * process that forks it and stays its parent: a child subreaper, so every
+ * orphan of the training comes to it, and the one process that outlives
+ * the agent long enough to end the training when the agent dies.
+ * PR_SET_PDEATHSIG alone cannot: it is not inherited by the training's
+ * own children, so a worker torch >= 2 put in a session of its own, or a
+ * daemon, would survive an agent that mpirun killed with SIGKILL.
+ *
+ * It runs between fork and exit only async-signal-safe calls and raw
+ * system calls (the agent may have had threads: see the top of this
+ * file), with every signal blocked: the agent's signals to the training's
+ * group never act on it.  It reads its own wakeups with sigtimedwait():
+ * SIGCHLD for a child's end, and SIGCHLD again as its parent-death signal.
+ * When the training ends, it ends the same way (the exit status, or the
+ * same signal), so the agent sees the training's status; when the agent
+ * is gone, it kills every process below itself and exits.
+ */
+
+/* A decimal number at S (after blanks); advances *S. */
+static long
+scan_long(const char **s)
+{
+	long v = 0;
+	bool neg = false;
+
+	while (**s == ' ')
+		(*s)++;
+	if (**s == '-') {
+		neg = true;
+		(*s)++;
+	}
+	while (**s >= '0' && **s <= '9')
+		v = v * 10 + (*(*s)++ - '0');
+	return neg ? -v : v;
+}
+
+/* "/proc/N/stat" into BUF without the stdio (not async-signal-safe). */
+static void
+stat_path(char *buf, const char *pid)
+{
+	static const char pre[] = "/proc/", post[] = "/stat";
+	size_t o = 0;
+
+	for (size_t i = 0; pre[i]; i++)
+		buf[o++] = pre[i];
+	for (size_t i = 0; pid[i] && i < 16; i++)
+		buf[o++] = pid[i];
+	for (size_t i = 0; i <= sizeof(post) - 1; i++)
+		buf[o++] = post[i];
+}
+
+/* SIGKILL to every process whose parent is SELF, found in /proc; returns
+ * how many. */
+static int
+kill_children(pid_t self)
+{
+	char dents[4096], path[40], stat[512];
+	int dir = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
+	long got;
+
+	if (dir < 0)
+		return 0;
+	while ((got = syscall(SYS_getdents64, dir, dents, sizeof(dents))) > 0) {
+		for (long off = 0; off < got; ) {
+			/* struct linux_dirent64: ino, off, reclen, type, name */
+			unsigned short reclen;
+			const char *name = dents + off + 19, *p;
+			ssize_t len;
+			int fd;
+
+			memcpy(&reclen, dents + off + 16, sizeof(reclen));
+			off += reclen;
+			if (name[0] < '1' || name[0] > '9')
+				continue;
+			stat_path(path, name);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			len = read(fd, stat, sizeof(stat) - 1);
+			(void)close(fd);
+			if (len <= 0)
+				continue;
+			stat[len] = '\0';
+			p = strrchr(stat, ')');
+			if (!p || !p[1] || !p[2])
+				continue;
+			p += 3;                 /* ") S " */
+			if (scan_long(&p) == self) {
+				p = name;
+				if (kill((pid_t)scan_long(&p), SIGKILL) == 0)
+					n++;
+			}
+		}
+	}
+	(void)close(dir);
+	return n;
+}
+
+/* The agent is gone: nothing below the keeper may outlive it. */
+static void __attribute__((noreturn))
+keeper_cleanup(void)
+{
+	const struct timespec pause = { 0, 2000000 };   /* 2 ms */
+	pid_t self = getpid();
+
+	for (int round = 0; round < 2500; round++) {
+		(void)kill_children(self);
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD)
+			break;
+		(void)nanosleep(&pause, NULL);  /* orphans of the killed come to us */
+	}
+	/* as the training would have ended without a keeper */
+	(void)kill(getpid(), SIGKILL);
+	_exit(128 + SIGKILL);
+}
+
+/* Ends the keeper as the training ended. */
+static void __attribute__((noreturn))
+keeper_relay(int status)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	struct rlimit nocore = { 0, 0 };
+	sigset_t one;
+	int sig;
+
+	if (!WIFSIGNALED(status))
+		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 126);
+	sig = WTERMSIG(status);
+	/* the training dumped core if it was to; the keeper does not */
+	(void)setrlimit(RLIMIT_CORE, &nocore);
+	(void)sigaction(sig, &dfl, NULL);
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	(void)sigprocmask(SIG_UNBLOCK, &one, NULL);
+	(void)kill(getpid(), sig);
+	_exit(128 + sig);
+}
+
+static void __attribute__((noreturn))
+keeper_loop(pid_t training, pid_t agent)
+{
+	const struct timespec tick = { 1, 0 };
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t chld;
+	int st;
+	pid_t r;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	for (;;) {
+		/* The tick is a safety net: the parent-death signal is sent
+		 * once, and a wakeup could be lost to a race with the loop. */
+		(void)sigtimedwait(&chld, NULL, &tick);
+		if (getppid() != agent)
+			keeper_cleanup();
+		while ((r = waitpid(-1, &st, WNOHANG)) > 0) {
+			if (r == training)
+				keeper_relay(st);
+		}
+		/* (SIGCHLD's disposition is the default: children are kept for waitpid.) */
+		(void)sigaction(SIGCHLD, &dfl, NULL);
+	}
+}
+
 static void __attribute__((noreturn))
 run_child(const struct spawn *sp)
 {
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	int in, out, err, errfd, e;
+	pid_t keeper, training;
 
 	/* spawn_fork() made us a group leader, with every signal blocked
 	 * until spawn_child_ready(). */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+	if (prctl(PR_SET_PDEATHSIG, SIGCHLD) < 0 || prctl(PR_SET_CHILD_SUBREAPER, 1) < 0 ||
+	    sigaction(SIGCHLD, &dfl, NULL) < 0)
 		goto fail;
-	/* The agent may have died before prctl(): then nothing kills us, but
+	/* The agent may have died before prctl(): then nothing tells us, but
 	 * we were reparented and getppid() no longer names it. */
 	if (getppid() != sp->parent)
 		_exit(127);
@@ -289,8 +461,34 @@ run_child(const struct spawn *sp)
 		goto fail_errfd;
 	if (sp->o->cwd && chdir(sp->o->cwd) < 0)
 		goto fail_errfd;
-	spawn_child_ready(sp->o->sigmask);
-	exec_search(sp);
+	keeper = getpid();
+	training = fork();
+	if (training < 0)
+		goto fail_errfd;
+	if (training == 0) {
+		/* The training dies with its keeper. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+			goto fail_errfd;
+		if (getppid() != keeper)
+			_exit(127);
+		spawn_child_ready(sp->o->sigmask);
+		exec_search(sp);
+		goto fail_errfd;
+	}
+	/* The keeper holds none of the training's pipes: their EOF and the
+	 * exec error must come from the training alone. */
+	if (dup2(in, STDOUT_FILENO) < 0 || dup2(in, STDERR_FILENO) < 0)
+		_exit(126);
+#ifdef CLOSE_RANGE_CLOEXEC
+	/* Nor any of the agent's: a pipe whose EOF the agent waits for (a
+	 * check's, a notifier's) must not stay open here. */
+	(void)close_range(3, ~0U, 0);
+#else
+	(void)close(errfd);
+	(void)close(out);
+	(void)close(err);
+#endif
+	keeper_loop(training, sp->parent);
 fail_errfd:
 	e = errno;
 	/* The parent reads this only if exec failed: the pipe is

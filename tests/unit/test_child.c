@@ -1038,6 +1038,62 @@ test_pdeathsig_kill(void **state)
 	agent_goes(true);
 }
 
+/*
+ * The agent is killed (as mpirun does at teardown) while its training has
+ * a worker in a session of its own (torch >= 2): the worker, which no
+ * parent-death signal covers, must die too.
+ */
+static void
+test_agent_killed_sessions(void **state)
+{
+	int report[2], st;
+	pid_t agent, worker = 0;
+	char file[PATH_MAX];
+	FILE *f;
+	int64_t end;
+
+	(void)state;
+	path_in_tmp(file, sizeof(file), "worker.pid");
+	assert_int_equal(pipe2(report, O_CLOEXEC), 0);
+	agent = fork();
+	assert_true(agent >= 0);
+	if (agent == 0) {
+		char *argv[] = { (char *)"sh", (char *)"-c",
+			(char *)"setsid sleep 30 & echo $! > \"$0.tmp\"; mv \"$0.tmp\" \"$0\"; wait",
+			file, NULL };
+		struct child_opts o = { .argv = argv };
+		struct child *c;
+
+		close(report[0]);
+		if (child_spawn(&o, &c) < 0)
+			_exit(1);
+		(void)!write(report[1], "x", 1);
+		pause();
+		_exit(0);
+	}
+	close(report[1]);
+	assert_int_equal(read(report[0], &st, 1), 1);
+	close(report[0]);
+	end = now_ms() + WAIT_MS;
+	while (!(f = fopen(file, "r"))) {
+		assert_true(now_ms() < end);
+		nap();
+	}
+	assert_int_equal(fscanf(f, "%d", &worker), 1);
+	fclose(f);
+	while (getsid(worker) != worker) {      /* setsid(1) is on its way */
+		assert_true(now_ms() < end);
+		nap();
+	}
+	assert_int_equal(kill(agent, SIGKILL), 0);
+	assert_int_equal(waitpid(agent, &st, 0), agent);
+	assert_true(process_dies(worker));
+	/* whatever came to us (the subreaper) on the way */
+	while (waitpid(-1, &st, WNOHANG) > 0 || (errno != ECHILD && now_ms() < end + WAIT_MS))
+		nap();
+	assert_no_children();
+}
+
 /* ---- the seam ---------------------------------------------------------- */
 
 static pid_t fake_pid;
@@ -1094,10 +1150,11 @@ test_seam(void **state)
 
 	fake_errno = 0;
 	fake_calls = 0;
-	/* a notice goes to the process itself: a leaf without a handler */
+	/* a notice goes to the training itself (a leaf without a handler),
+	 * not to the group nor to the keeper above it */
 	assert_int_equal(child_signal(c, SIGUSR1), 0);
 	assert_int_equal(fake_calls, 1);
-	assert_int_equal(fake_pid, pid);
+	assert_true(fake_pid > 0 && fake_pid != pid);
 	assert_int_equal(fake_sig, SIGUSR1);
 	fake_errno = ESRCH;
 	assert_int_equal(child_signal(c, SIGTERM), -ESRCH);
@@ -1169,6 +1226,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_reap_orphans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pdeathsig_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pdeathsig_kill, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_killed_sessions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seam, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_free_kills, setup, teardown),
 	};
