@@ -823,8 +823,11 @@ snapshot(struct child *c, int sig, struct child_proc **procs, bool **member, siz
 		unsigned long long caught = 0, ignored = 0;
 		unsigned long long bit = 1ULL << (sig - 1);
 
-		/* A process that is gone by now needs nothing. */
-		if (m[i] && hwmon_proc_sigmasks(c->proc, p[i].pid, &caught, &ignored) == 0)
+		/* A process that is gone by now needs nothing.  The keeper
+		 * acts on no signal (it blocks them all), whatever a tool such
+		 * as valgrind may have installed in it. */
+		if (m[i] && p[i].pid != c->pid &&
+		    hwmon_proc_sigmasks(c->proc, p[i].pid, &caught, &ignored) == 0)
 			p[i].handles = ((caught | ignored) & bit) != 0;
 	}
 	*procs = p;
