@@ -17,6 +17,7 @@
 #include "autoconf.h"
 
 #include "vigil_test.h"
+#include "scratch.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1413,6 +1414,49 @@ test_write_files_fail(void **state)
 	assert_string_equal(names, "regular");
 }
 
+/* DeepSpeed's /job/hostfile: written into a directory vigil creates or
+ * that is private to the caller; skipped, without failing, elsewhere. */
+static void
+test_write_optional(void **state)
+{
+	struct tmp *d = *state;
+	char job[PATH_MAX + 32], opt[PATH_MAX + 64], req[PATH_MAX + 32], names[256];
+	struct mode_launch l = { 0 };
+	char err[PATH_MAX + 128] = "";
+	char *got;
+
+	snprintf(req, sizeof(req), "%s/hostfile", d->dir);
+	snprintf(job, sizeof(job), "%s/job", d->dir);
+	snprintf(opt, sizeof(opt), "%s/job/hostfile", d->dir);
+	l.files[0].path = req;
+	l.files[0].content = (char *)"server1 slots=2\n";
+	l.files[1].path = opt;
+	l.files[1].content = (char *)"server1 slots=2\n";
+	l.files[1].optional = true;
+	l.nfiles = 2;
+
+	/* absent: created, written */
+	assert_int_equal(mode_write_files(&l, err, sizeof(err)), 0);
+	got = slurp(opt, 256, NULL);
+	assert_string_equal(got, "server1 slots=2\n");
+	free(got);
+	assert_int_equal(unlink(opt), 0);
+
+	/* writable by others: not written, and the job goes on */
+	assert_int_equal(chmod(job, 0777), 0);
+	assert_int_equal(mode_write_files(&l, err, sizeof(err)), 0);
+	assert_int_equal(access(opt, F_OK), -1);
+	assert_int_equal(access(req, F_OK), 0);
+	assert_int_equal(rmdir(job), 0);
+
+	/* a symbolic link where the directory should be: not followed */
+	assert_int_equal(symlink(d->dir, job), 0);
+	assert_int_equal(mode_write_files(&l, err, sizeof(err)), 0);
+	assert_int_equal(unlink(job), 0);
+	list_dir(d->dir, names, sizeof(names));
+	assert_string_equal(names, "hostfile");
+}
+
 int
 main(void)
 {
@@ -1440,6 +1484,7 @@ main(void)
 		cmocka_unit_test(test_describe),
 		cmocka_unit_test_setup_teardown(test_write_files, tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_write_files_fail, tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_write_optional, tmp_setup, tmp_teardown),
 	};
 	const size_t ndirect = sizeof(direct) / sizeof(direct[0]);
 	struct CMUnitTest tests[sizeof(direct) / sizeof(direct[0]) + NSCEN];
