@@ -11,6 +11,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -19,6 +21,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -52,6 +55,7 @@ struct child {
 	int status;
 	struct hwmon *proc;     /* "/" for /proc, opened on first use; NULL until then */
 	bool proc_failed;       /* it could not be opened: signal the group only */
+	char *cgroup;           /* the training's own cgroup directory (absolute), or NULL */
 };
 
 static const struct child_sys real_sys = { fork, kill, waitpid };
@@ -220,6 +224,7 @@ fail:
 /* ---- the child side ------------------------------------------------- */
 
 struct spawn {
+	int cg_fd;              /* the training's cgroup.procs, write end; -1: none */
 	const struct child_opts *o;
 	char *const *envp;
 	char **cand;
@@ -461,6 +466,12 @@ run_child(const struct spawn *sp)
 		goto fail_errfd;
 	if (sp->o->cwd && chdir(sp->o->cwd) < 0)
 		goto fail_errfd;
+	/* Into the training's cgroup before anything of the training exists:
+	 * what it starts is born there.  A refusal (controllers enabled
+	 * above) leaves it where it is; the parent sees that and goes on
+	 * without one. */
+	if (sp->cg_fd >= 0)
+		(void)!write(sp->cg_fd, "0", 1);
 	keeper = getpid();
 	training = fork();
 	if (training < 0)
@@ -538,11 +549,125 @@ reap_failed(pid_t pid)
 		;
 }
 
+/* ---- the training's cgroup --------------------------------------------- */
+
+/*
+ * A new cgroup PARENT/vigil-training.PID.N and its cgroup.procs opened for
+ * writing (*FD), for the keeper to move itself in.  Returns the path, or
+ * NULL (and *FD -1) when it cannot be made: the training then runs
+ * without, followed through the process tree alone.
+ */
+static char *
+cgroup_make(const char *parent, int *fd)
+{
+	static unsigned serial;
+	char path[PATH_MAX], procs[PATH_MAX + 16];
+
+	*fd = -1;
+	if ((size_t)snprintf(path, sizeof(path), "%s/vigil-training.%d.%u", parent, (int)getpid(),
+	                     serial++) >= sizeof(path) ||
+	    mkdir(path, 0755) < 0)
+		return NULL;
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", path);
+	*fd = open(procs, O_WRONLY | O_CLOEXEC);
+	if (*fd < 0) {
+		(void)rmdir(path);
+		return NULL;
+	}
+	return strdup(path);
+}
+
+/* "/a/b" under hwmon's root "/": "a/b". */
+static const char *
+rel(const char *abs)
+{
+	while (*abs == '/')
+		abs++;
+	return abs;
+}
+
+static bool
+open_proc(struct child *c)
+{
+	if (!c->proc && !c->proc_failed && hwmon_open(NULL, &c->proc) < 0)
+		c->proc_failed = true;
+	return c->proc != NULL;
+}
+
+/* Whether the keeper PID went into the cgroup at PATH. */
+static bool
+cgroup_holds(struct child *c, const char *path, pid_t pid)
+{
+	int *pids = NULL;
+	size_t n = 0;
+	bool in = false;
+
+	if (open_proc(c) && hwmon_cgroup_procs(c->proc, rel(path), &pids, &n) == 0)
+		for (size_t i = 0; i < n && !in; i++)
+			in = pids[i] == pid;
+	free(pids);
+	return in;
+}
+
+/* Everything in the training's cgroup killed at once (cgroup.kill,
+ * Linux >= 5.14), or one by one from cgroup.procs. */
+static void
+cgroup_kill(struct child *c)
+{
+	char path[PATH_MAX];
+	int *pids = NULL;
+	size_t n = 0;
+	int fd;
+
+	if (!c->cgroup)
+		return;
+	snprintf(path, sizeof(path), "%s/cgroup.kill", c->cgroup);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		bool done = write(fd, "1", 1) == 1;
+
+		(void)close(fd);
+		if (done)
+			return;
+	}
+	if (open_proc(c) && hwmon_cgroup_procs(c->proc, rel(c->cgroup), &pids, &n) == 0)
+		for (size_t i = 0; i < n; i++)
+			(void)sys.kill(pids[i], SIGKILL);
+	free(pids);
+}
+
+int
+child_cgroup_find(char *dir, size_t len)
+{
+	char rel_dir[PATH_MAX];
+	struct hwmon *h;
+	int rc = hwmon_open(NULL, &h);
+
+	if (rc < 0)
+		return rc;
+	rc = hwmon_cgroup2_self(h, rel_dir, sizeof(rel_dir));
+	if (rc == 0)
+		rc = hwmon_cgroup2_delegated(h, rel_dir);
+	hwmon_free(h);
+	if (rc == -EPERM)
+		rc = -ENOENT;
+	if (rc == 0 && (size_t)snprintf(dir, len, "/%s", rel_dir) >= len)
+		rc = -EOVERFLOW;
+	return rc;
+}
+
+const char *
+child_cgroup(const struct child *c)
+{
+	return c->cgroup;
+}
+
 int
 child_spawn(const struct child_opts *o, struct child **out)
 {
 	int errp[2] = { -1, -1 }, outp[2] = { -1, -1 }, errout[2] = { -1, -1 };
 	struct child *c = NULL;
+	char *cgpath = NULL;
 	struct spawn sp;
 	pid_t pid;
 	int rc, e;
@@ -558,6 +683,7 @@ child_spawn(const struct child_opts *o, struct child **out)
 	sp.o = o;
 	sp.envp = o->envp ? o->envp : environ;
 	sp.in = -1;
+	sp.cg_fd = -1;
 	c = calloc(1, sizeof(*c));
 	sp.cand = exec_candidates(o->argv[0], sp.envp);
 	sp.shargv = sh_argv(o->argv);
@@ -593,10 +719,14 @@ child_spawn(const struct child_opts *o, struct child **out)
 	sp.err = errout[1];
 	sp.errfd = errp[1];
 	sp.parent = getpid();
+	if (o->cgroup)
+		cgpath = cgroup_make(o->cgroup, &sp.cg_fd);
 
 	pid = spawn_fork(sys.fork);
 	if (pid == 0)
 		run_child(&sp);
+	if (sp.cg_fd >= 0)
+		(void)close(sp.cg_fd);
 	if (pid < 0) {
 		rc = pid;
 		goto out;
@@ -621,6 +751,10 @@ child_spawn(const struct child_opts *o, struct child **out)
 	c->out_fd = outp[0];
 	c->err_fd = errout[0];
 	outp[0] = errout[0] = -1;
+	if (cgpath && cgroup_holds(c, cgpath, pid)) {
+		c->cgroup = cgpath;
+		cgpath = NULL;
+	}
 	*out = c;
 	c = NULL;
 	rc = 0;
@@ -635,6 +769,10 @@ out:
 	}
 	if (sp.in >= 0)
 		(void)close(sp.in);
+	if (cgpath) {
+		(void)rmdir(cgpath);    /* unused: EBUSY cannot be (nothing moved in) */
+		free(cgpath);
+	}
 	free_strv(sp.cand);
 	free(sp.shargv);
 	free(c);
@@ -780,6 +918,24 @@ is_mpi_launcher_comm(const char *comm)
 	return false;
 }
 
+/* Whatever is in the training's cgroup belongs to it, where it came from. */
+static void
+cgroup_members(struct child *c, const struct child_proc *p, size_t n, bool *m)
+{
+	int *pids = NULL;
+	size_t k = 0;
+
+	if (!c->cgroup || hwmon_cgroup_procs(c->proc, rel(c->cgroup), &pids, &k) < 0)
+		return;
+	for (size_t i = 0; i < k; i++) {
+		const struct child_proc *q = find_proc(p, n, pids[i]);
+
+		if (q && q->pid != getpid())
+			m[q - p] = true;
+	}
+	free(pids);
+}
+
 /* The training's processes now: *PROCS (sorted by pid) and *MEMBER, both
  * to free().  SIG > 0: each member's handles is set for it. */
 static int
@@ -794,9 +950,7 @@ snapshot(struct child *c, int sig, struct child_proc **procs, bool **member, siz
 	*procs = NULL;
 	*member = NULL;
 	*n = 0;
-	if (!c->proc && !c->proc_failed && hwmon_open(NULL, &c->proc) < 0)
-		c->proc_failed = true;
-	if (!c->proc)
+	if (!open_proc(c))
 		return -ENOTSUP;
 	rc = hwmon_procs(c->proc, &hp, &np);
 	if (rc < 0)
@@ -819,6 +973,7 @@ snapshot(struct child *c, int sig, struct child_proc **procs, bool **member, siz
 	}
 	free(hp);
 	child_tree_members(p, np, getpid(), getsid(0), c->pid, !c->exited, m);
+	cgroup_members(c, p, np, m);
 	for (size_t i = 0; sig > 0 && sig <= 64 && i < np; i++) {
 		unsigned long long caught = 0, ignored = 0;
 		unsigned long long bit = 1ULL << (sig - 1);
@@ -926,6 +1081,7 @@ child_kill_tree(struct child *c)
 		size_t n;
 		int rc;
 
+		cgroup_kill(c);
 		(void)child_signal_all(c, SIGKILL);   /* -ESRCH: nothing left */
 		rc = snapshot(c, 0, &p, &m, &n);
 		if (rc < 0)
@@ -1039,6 +1195,16 @@ child_free(struct child *c)
 		(void)sys.kill(-c->pid, SIGKILL);
 	if (c->pid > 0)
 		(void)child_signal_all(c, SIGKILL);
+	if (c->cgroup) {
+		const struct timespec pause = { 0, 1000000 };   /* 1 ms */
+
+		cgroup_kill(c);
+		/* The killed leave the cgroup as they exit, within a few ms;
+		 * one still busy leaves an empty cgroup behind. */
+		for (int i = 0; i < 20 && rmdir(c->cgroup) < 0 && errno == EBUSY; i++)
+			(void)nanosleep(&pause, NULL);
+		free(c->cgroup);
+	}
 	child_close_fd(c, c->out_fd);
 	child_close_fd(c, c->err_fd);
 	hwmon_free(c->proc);

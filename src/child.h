@@ -26,6 +26,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 struct child;
@@ -38,6 +39,11 @@ struct child_opts {
 	bool pty_stdout;        /* stdout on a pseudo-terminal in raw mode: the program
 	                         * line-buffers as on a terminal, and bytes pass unchanged */
 	const char *cwd;        /* NULL: the agent's */
+	const char *cgroup;     /* a cgroup v2 directory delegated to the agent
+	                         * (child_cgroup_find()), NULL: none.  The training
+	                         * then runs in a cgroup of its own below it, which
+	                         * child_kill_tree() empties with cgroup.kill and
+	                         * child_free() removes. */
 };
 
 /*
@@ -173,11 +179,26 @@ int child_wait_status(const struct child *c); /* valid once child_exited() */
 int child_exit_code(int wait_status);
 
 /*
- * SIGKILL the group if the main child has not been reaped, close the
- * descriptors, free.  NULL is a no-op.  Never blocks: the killed child is
- * left for child_reap(NULL) (or the agent's exit) to collect.
+ * SIGKILL the group if the main child has not been reaped, and every other
+ * process of the training, close the descriptors, remove the training's
+ * cgroup, free.  NULL is a no-op.  Blocks at most 20 ms (for the cgroup to
+ * empty): the killed are left for child_reap(NULL) (or the agent's exit)
+ * to collect.
  */
 void child_free(struct child *c);
+
+/*
+ * The agent's own cgroup v2 directory ("/sys/fs/cgroup/..."), into DIR
+ * (LEN bytes), when it was delegated to the agent (hwmon_cgroup2_delegated():
+ * owned by the user, or marked by systemd's Delegate=yes), for
+ * child_opts.cgroup.  Returns 0, -ENOENT when there is none (no cgroup v2,
+ * or not delegated: the process tree is followed alone), or another
+ * negative errno.
+ */
+int child_cgroup_find(char *dir, size_t len);
+
+/* The training's own cgroup ("/sys/fs/cgroup/.../vigil-training.PID.N"), or NULL when it has none. */
+const char *child_cgroup(const struct child *c);
 
 /* prctl(PR_SET_CHILD_SUBREAPER).  Returns 0 or a negative errno. */
 int child_set_subreaper(void);

@@ -237,4 +237,26 @@ int hwmon_procs(struct hwmon *h, struct hwmon_proc **procs, size_t *n);
 int hwmon_proc_sigmasks(struct hwmon *h, int pid, unsigned long long *caught,
                         unsigned long long *ignored);
 
+/*
+ * The cgroup v2 directory of the calling process, as a path under the root
+ * ("sys/fs/cgroup/system.slice/x.service"): the unified hierarchy's mount
+ * point from proc/self/mountinfo joined with the "0::" line of
+ * proc/self/cgroup.  -ENOENT without a cgroup2 mount or a "0::" line,
+ * -EOVERFLOW when it does not fit in LEN.
+ */
+int hwmon_cgroup2_self(struct hwmon *h, char *buf, size_t len);
+
+/*
+ * Whether the cgroup directory DIR (under the root) was delegated to the
+ * caller: it is not the hierarchy's root, and either belongs to the
+ * caller (a user other than root; how systemd and others delegate to
+ * users) or carries the xattr trusted.delegate or user.delegate set to "1"
+ * (systemd's mark for Delegate=yes).  0 when delegated, -EPERM when not,
+ * another negative errno when DIR cannot be read.
+ */
+int hwmon_cgroup2_delegated(struct hwmon *h, const char *dir);
+
+/* The pids in DIR/cgroup.procs (DIR under the root); *pids (NULL when 0) is the caller's: free(). */
+int hwmon_cgroup_procs(struct hwmon *h, const char *dir, int **pids, size_t *n);
+
 #endif

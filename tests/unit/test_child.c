@@ -24,11 +24,13 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "child.h"
+#include "hwmon.h"
 #include "sig.h"
 
 #define WAIT_MS 5000  /* the most any single wait in these tests may take */
@@ -796,6 +798,83 @@ test_orphans_adopted(void **state)
 	assert_true(process_gone(worker));
 }
 
+/* Writes TEXT into PATH; 0 or -errno. */
+static int
+put_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/*
+ * A delegated cgroup v2 (here made by root and marked as systemd marks
+ * Delegate=yes): the agent finds it, the training runs in a cgroup of its
+ * own below it, a worker that left the process tree and the group is
+ * still the training's, the tree kill empties the cgroup and child_free()
+ * removes it.  As root only: delegating is root's to do.
+ */
+static void
+test_cgroup_delegated(void **state)
+{
+	static const char script[] = "setsid sleep 30 & echo ready; wait";
+	struct streams *s = *state;
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)script, NULL };
+	char own[PATH_MAX], test_cg[PATH_MAX + 32], found[PATH_MAX + 32], procs[PATH_MAX + 48], pid[32];
+	char training_cg[PATH_MAX + 64];
+	struct child_opts o = { .argv = argv };
+	struct hwmon *h;
+	struct child *c;
+	pid_t *pids = NULL;
+	size_t n = 0;
+
+	if (geteuid() != 0) {
+		skip();
+		return;
+	}
+	assert_int_equal(hwmon_open(NULL, &h), 0);
+	assert_int_equal(hwmon_cgroup2_self(h, own, sizeof(own)), 0);
+	hwmon_free(h);
+	snprintf(test_cg, sizeof(test_cg), "/%s/vigil-test.%d", own, (int)getpid());
+	assert_int_equal(mkdir(test_cg, 0755), 0);
+	assert_int_equal(setxattr(test_cg, "trusted.delegate", "1", 1, 0), 0);
+	/* the agent (this test) moves into the delegated cgroup */
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", test_cg);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	assert_int_equal(put_file(procs, pid), 0);
+
+	assert_int_equal(child_cgroup_find(found, sizeof(found)), 0);
+	assert_string_equal(found, test_cg);
+	o.cgroup = found;
+	assert_int_equal(spawn(&o, &c), 0);
+	read_output(c, &s->out, &s->err, "ready\n");
+	assert_non_null(child_cgroup(c));
+	snprintf(training_cg, sizeof(training_cg), "%s", child_cgroup(c));
+	assert_true(strncmp(training_cg, test_cg, strlen(test_cg)) == 0);
+	/* the keeper, sh and the worker in its own session */
+	assert_int_equal(child_descendants(c, &pids, &n), 0);
+	assert_true(n >= 3);
+	free(pids);
+	assert_int_equal(child_kill_tree(c), 0);
+	assert_int_equal(wait_exit(c), 128 + SIGKILL);
+	child_free(c);
+	assert_int_equal(access(training_cg, F_OK), -1);
+	assert_no_children();
+
+	/* back where it was, and the test cgroup gone */
+	snprintf(procs, sizeof(procs), "/%s/cgroup.procs", own);
+	assert_int_equal(put_file(procs, pid), 0);
+	assert_int_equal(rmdir(test_cg), 0);
+	/* the hierarchy's own root, or an undelegated cgroup: none found */
+	if (child_cgroup_find(found, sizeof(found)) == 0)
+		assert_string_equal(found, "/the agent's cgroup is delegated after all");
+}
+
 /* A process table: pid, ppid, pgid, sid, zombie, handles, launcher. */
 #define P(pid, ppid, pgid, sid, z, h, l) { pid, ppid, pgid, sid, z, h, l }
 
@@ -1220,6 +1299,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_signal_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_sessions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphans_adopted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cgroup_delegated, setup, teardown),
 		cmocka_unit_test(test_tree_rules),
 		cmocka_unit_test(test_tree_mpirun),
 		cmocka_unit_test_setup_teardown(test_signal_state, setup, teardown),

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -698,6 +699,58 @@ test_procs(void **state)
 	assert_int_equal(hwmon_proc_sigmasks(f->h, 44, &caught, &ignored), -ENOENT);
 }
 
+/* The cgroup v2 directory from mountinfo and proc/self/cgroup; the
+ * delegation mark; the member list. */
+static void
+test_cgroup(void **state)
+{
+	struct fix *f = *state;
+	char buf[256], dir[700];
+	int *pids = NULL;
+	size_t n = 0;
+
+	mkdirs(f->root, "proc/self");
+	assert_int_equal(hwmon_cgroup2_self(f->h, buf, sizeof(buf)), -ENOENT);
+	put(f->root, "proc/self/mountinfo",
+	    "25 1 0:23 / /sys rw,nosuid - sysfs sysfs rw\n"
+	    "30 25 0:26 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
+	    "31 25 0:27 / /sys/fs/cgroup ro - tmpfs tmpfs ro\n"
+	    "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n");
+	put(f->root, "proc/self/cgroup", "4:memory:/x\n1:cpu:/\n0::/user.slice/job 42.scope\n");
+	assert_int_equal(hwmon_cgroup2_self(f->h, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "sys/fs/cgroup/unified/user.slice/job 42.scope");
+	assert_int_equal(hwmon_cgroup2_self(f->h, buf, 20), -EOVERFLOW);
+	put(f->root, "proc/self/cgroup", "0::/\n");
+	assert_int_equal(hwmon_cgroup2_self(f->h, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "sys/fs/cgroup/unified");
+	put(f->root, "proc/self/cgroup", "1:name=systemd:/\n");
+	assert_int_equal(hwmon_cgroup2_self(f->h, buf, sizeof(buf)), -ENOENT);
+
+	/* not a cgroup (no cgroup.kill): never delegated */
+	mkdirs(f->root, "sys/fs/cgroup/unified/job");
+	assert_int_equal(hwmon_cgroup2_delegated(f->h, "sys/fs/cgroup/unified/job"), -EPERM);
+	put(f->root, "sys/fs/cgroup/unified/job/cgroup.kill", "");
+	put(f->root, "sys/fs/cgroup/unified/job/cgroup.procs", "12\n7\n\n99999\n");
+	if (geteuid() == 0) {
+		/* root owns it: only systemd's mark delegates it */
+		assert_int_equal(hwmon_cgroup2_delegated(f->h, "sys/fs/cgroup/unified/job"), -EPERM);
+		snprintf(dir, sizeof(dir), "%s/sys/fs/cgroup/unified/job", f->root);
+		if (setxattr(dir, "trusted.delegate", "1", 1, 0) == 0)
+			assert_int_equal(hwmon_cgroup2_delegated(f->h, "sys/fs/cgroup/unified/job"), 0);
+	} else {
+		/* a user's own cgroup */
+		assert_int_equal(hwmon_cgroup2_delegated(f->h, "sys/fs/cgroup/unified/job"), 0);
+	}
+	assert_int_equal(hwmon_cgroup2_delegated(f->h, "../job"), -EINVAL);
+	assert_int_equal(hwmon_cgroup_procs(f->h, "sys/fs/cgroup/unified/job", &pids, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(pids[0], 12);
+	assert_int_equal(pids[1], 7);
+	assert_int_equal(pids[2], 99999);
+	free(pids);
+	assert_int_equal(hwmon_cgroup_procs(f->h, "sys/fs/cgroup/none", &pids, &n), -ENOENT);
+}
+
 /* This very process, on the live /proc. */
 static void
 test_procs_live(void **state)
@@ -742,6 +795,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_driver_versions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_procs, setup, teardown),
 		cmocka_unit_test(test_procs_live),
+		cmocka_unit_test_setup_teardown(test_cgroup, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
