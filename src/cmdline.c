@@ -429,10 +429,11 @@ vigil_reference(const char *s)
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		size_t len = strlen(names[i]);
-		char next = n[len];
+		char next;
 
 		if (strncmp(n, names[i], len) != 0)
 			continue;
+		next = n[len];  /* within N: its first LEN bytes matched */
 		if (braced && next == '}')
 			return len + 3;
 		if (!braced && !((next >= 'a' && next <= 'z') || (next >= 'A' && next <= 'Z') ||
