@@ -17,10 +17,19 @@
  *     comments), and anything else the shell would act on is refused:
  *     unquoted ; & | < > ( ), a line break between two commands, and
  *     parameter or command substitution ($VAR, ${VAR}, $(...), `...`),
- *     since reading "$WORLD_SIZE" literally would silently pass the
- *     training a wrong value.  Globs and ~ are left as written: the shell
- *     keeps a glob that matches nothing as is, and these rarely appear in
- *     training commands.
+ *     since reading "$HOME" literally would silently pass the training a
+ *     wrong value.  vigil's own variables are the exception: $WORLD_SIZE,
+ *     $SLOTS, $RANK, $MASTER_ADDR and $MASTER_PORT (or ${NAME}) stay in
+ *     the word as written, and modes.c replaces them with the node's
+ *     values, as the platform's shell would (its manual's torchrun
+ *     example).  Globs and ~ are left as written: the shell keeps a glob
+ *     that matches nothing as is, and these rarely appear in training
+ *     commands.
+ *
+ * A command that starts with KEY=VALUE and is one command is answered with
+ * the `env KEY=VALUE cmd` form, which keeps the command what vigil sees
+ * first (PyTorch mode still puts python under the torch launcher); with
+ * several commands, bash -c "..." is the only form.
  */
 #include "autoconf.h"
 
@@ -361,15 +370,24 @@ refuse(char *err, size_t errlen, const char *what, bool several, const char *she
 	return -EINVAL;
 }
 
+/*
+ * KEY=VALUE first.  With one command (SINGLE), the env form:
+ * `env KEY=VALUE cmd ...` runs the same command with the same
+ * environment, and the command is still what vigil sees (PyTorch mode
+ * keeps its launcher); with several, bash -c "...".
+ */
 static int
-refuse_assignment(char *err, size_t errlen, const char *word, const char *shell_text)
+refuse_assignment(char *err, size_t errlen, const char *word, const char *shell_text, bool single)
 {
 	char what[512];
 
 	snprintf(what, sizeof(what),
 	         "the command must start with an executable, but \"%.400s\" sets an environment variable",
 	         word);
-	return refuse(err, errlen, what, false, shell_text);
+	if (!single)
+		return refuse(err, errlen, what, false, shell_text);
+	log_errbuf(err, errlen, "%s; to set it for the command, use:  -- env %s", what, shell_text);
+	return -EINVAL;
 }
 
 static int
@@ -395,6 +413,34 @@ refuse_empty_first(char *err, size_t errlen)
 {
 	log_errbuf(err, errlen, "the command must start with an executable, but its first word is empty");
 	return -EINVAL;
+}
+
+/*
+ * The length of the reference to one of vigil's own variables at S (which
+ * is at a "$"): "$RANK" (not followed by a name character) or "${RANK}";
+ * 0 for anything else.
+ */
+static size_t
+vigil_reference(const char *s)
+{
+	static const char *const names[] = { "WORLD_SIZE", "SLOTS", "RANK", "MASTER_ADDR", "MASTER_PORT" };
+	bool braced = s[1] == '{';
+	const char *n = s + (braced ? 2 : 1);
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t len = strlen(names[i]);
+		char next;
+
+		if (strncmp(n, names[i], len) != 0)
+			continue;
+		next = n[len];  /* within N: its first LEN bytes matched */
+		if (braced && next == '}')
+			return len + 3;
+		if (!braced && !((next >= 'a' && next <= 'z') || (next >= 'A' && next <= 'Z') ||
+		                 (next >= '0' && next <= '9') || next == '_'))
+			return len + 1;
+	}
+	return 0;
 }
 
 /* Whether "$" followed by C starts an expansion (else the shell keeps the
@@ -480,6 +526,11 @@ split_line(const char *line, struct words *w, enum op_kind *kind, char *op, size
 					c++;
 				} else if (*c == '\\' && c[1] && strchr("$`\"\\", c[1])) {
 					buf_putc(&cur, *++c);
+				} else if (*c == '$' && vigil_reference(c)) {
+					size_t n = vigil_reference(c);
+
+					buf_putn(&cur, c, n);
+					c += n - 1;
 				} else if (*c == '`' || (*c == '$' && starts_expansion(c[1]))) {
 					*kind = OP_EXPAND;
 					snprintf(op, oplen, "%c", *c);
@@ -497,6 +548,12 @@ split_line(const char *line, struct words *w, enum op_kind *kind, char *op, size
 			snprintf(op, oplen, "%.*s", (int)n, c);
 			rc = -EINVAL;
 			goto out;
+		} else if (*c == '$' && vigil_reference(c)) {
+			size_t n = vigil_reference(c);
+
+			in_word = true;
+			buf_putn(&cur, c, n);
+			c += n;
 		} else if (*c == '`' || (*c == '$' && starts_expansion(c[1]))) {
 			*kind = OP_EXPAND;
 			snprintf(op, oplen, "%c", *c);
@@ -572,7 +629,7 @@ check_line(const char *line, struct words *w, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	if (w->n > 0 && assignment_len(w->v[0]))
-		rc = refuse_assignment(err, errlen, w->v[0], text);
+		rc = refuse_assignment(err, errlen, w->v[0], text, rc == 0);
 	else
 		rc = refuse_op(err, errlen, kind, op, text);
 	free(text);
@@ -601,7 +658,7 @@ check_words(int argc, char *const argv[], struct words *w, char *err, size_t err
 			return -ENOMEM;
 		}
 		if (assignment_len(argv[0]))
-			rc = refuse_assignment(err, errlen, argv[0], text);
+			rc = refuse_assignment(err, errlen, argv[0], text, bad < 0);
 		else
 			rc = refuse_op(err, errlen, word_op(argv[bad]), argv[bad], text);
 		free(text);

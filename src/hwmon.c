@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "hwmon.h"
@@ -965,4 +966,242 @@ hwmon_module_version(struct hwmon *h, const char *module, char *buf, size_t len)
 	if (rc == 0 && !buf[0])
 		return -ENODATA;
 	return rc;
+}
+
+/* ---- processes ---------------------------------------------------------- */
+
+int
+hwmon_proc_stat(struct hwmon *h, int pid, struct hwmon_proc *out)
+{
+	char path[32], line[1024];
+	const char *open_paren, *close_paren;
+	size_t clen;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (pid <= 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "proc/%d/stat", pid);
+	rc = hwmon_read_string(h, path, line, sizeof(line));
+	if (rc < 0)
+		return rc == -ESRCH ? -ENOENT : rc;
+	/* "PID (COMM) S PPID PGRP SESSION ...": COMM may hold ") ", so
+	 * the fields start after the last ')'. */
+	open_paren = strchr(line, '(');
+	close_paren = strrchr(line, ')');
+	if (!open_paren || !close_paren || close_paren < open_paren)
+		return -EINVAL;
+	if (sscanf(close_paren + 1, " %c %d %d %d", &out->state, &out->ppid, &out->pgid,
+	           &out->sid) != 4)
+		return -EINVAL;
+	clen = (size_t)(close_paren - open_paren - 1);
+	if (clen >= sizeof(out->comm))
+		clen = sizeof(out->comm) - 1;
+	memcpy(out->comm, open_paren + 1, clen);
+	out->comm[clen] = '\0';
+	out->pid = pid;
+	return 0;
+}
+
+static int
+cmp_proc(const void *a, const void *b)
+{
+	const struct hwmon_proc *x = a, *y = b;
+
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+int
+hwmon_procs(struct hwmon *h, struct hwmon_proc **procs, size_t *n)
+{
+	struct hwmon_proc *v = NULL;
+	size_t nv = 0;
+	char **names = NULL;
+	size_t nnames = 0;
+	int rc;
+
+	*procs = NULL;
+	*n = 0;
+	rc = hwmon_list(h, "proc", &names, &nnames);
+	if (rc < 0)
+		return rc;
+	if (nnames > 0) {
+		v = calloc(nnames, sizeof(*v));
+		if (!v) {
+			hwmon_list_free(names, nnames);
+			return -ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < nnames; i++) {
+		char *end;
+		long pid = strtol(names[i], &end, 10);
+
+		if (*end || pid <= 0 || pid > INT_MAX)
+			continue;
+		/* gone since the listing, or not a process: skipped */
+		if (hwmon_proc_stat(h, (int)pid, &v[nv]) == 0)
+			nv++;
+	}
+	hwmon_list_free(names, nnames);
+	qsort(v, nv, sizeof(*v), cmp_proc);
+	if (nv == 0) {
+		free(v);
+		v = NULL;
+	}
+	*procs = v;
+	*n = nv;
+	return 0;
+}
+
+int
+hwmon_proc_sigmasks(struct hwmon *h, int pid, unsigned long long *caught,
+                    unsigned long long *ignored)
+{
+	char path[32], buf[LINE_MAX_BYTES];
+	bool more, got_c = false, got_i = false;
+	ssize_t n;
+
+	if (pid <= 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "proc/%d/status", pid);
+	n = read_bounded(h, path, buf, sizeof(buf) - 1, &more);
+	if (n < 0)
+		return n == -ESRCH ? -ENOENT : (int)n;
+	buf[n] = '\0';
+	for (char *line = buf; line && *line; ) {
+		char *nl = strchr(line, '\n');
+
+		if (nl)
+			*nl = '\0';
+		if (strncmp(line, "SigCgt:", 7) == 0)
+			got_c = sscanf(line + 7, " %llx", caught) == 1;
+		else if (strncmp(line, "SigIgn:", 7) == 0)
+			got_i = sscanf(line + 7, " %llx", ignored) == 1;
+		line = nl ? nl + 1 : NULL;
+	}
+	return got_c && got_i ? 0 : -ENODATA;
+}
+
+/* The mount point of the cgroup2 file system in mountinfo TEXT, without
+ * its leading '/', into BUF. */
+static int
+cgroup2_mount(char *text, char *buf, size_t len)
+{
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *tok[16], *sep = strstr(line, " - cgroup2 ");
+		size_t n;
+
+		if (!sep)
+			continue;
+		*sep = '\0';
+		n = tokens(line, tok, 16);
+		/* id parent major:minor root mount-point options ... */
+		if (n < 5 || strcmp(tok[3], "/") != 0 || tok[4][0] != '/')
+			continue;
+		if (strlen(tok[4] + 1) >= len)
+			return -EOVERFLOW;
+		strcpy(buf, tok[4] + 1);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int
+hwmon_cgroup2_self(struct hwmon *h, char *buf, size_t len)
+{
+	char mount[512], *text = NULL, *path = NULL;
+	int rc = read_text(h, "proc/self/mountinfo", &text);
+
+	if (rc < 0)
+		return rc;
+	rc = cgroup2_mount(text, mount, sizeof(mount));
+	free(text);
+	if (rc < 0)
+		return rc;
+	rc = read_text(h, "proc/self/cgroup", &text);
+	if (rc < 0)
+		return rc;
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "0::/", 4) == 0) {
+			path = line + 3;
+			break;
+		}
+	}
+	if (!path)
+		rc = -ENOENT;
+	else if ((size_t)snprintf(buf, len, "%s%s", mount, strcmp(path, "/") == 0 ? "" : path) >= len)
+		rc = -EOVERFLOW;
+	free(text);
+	return rc;
+}
+
+int
+hwmon_cgroup2_delegated(struct hwmon *h, const char *dir)
+{
+	static const char *const marks[] = { "trusted.delegate", "user.delegate" };
+	char procs[PATH_MAX];
+	struct stat st;
+	int fd, rc = -EPERM;
+
+	if (!path_ok(dir))
+		return -EINVAL;
+	/* the hierarchy's root lists no cgroup.kill: never delegated */
+	snprintf(procs, sizeof(procs), "%s/cgroup.kill", dir);
+	if (faccessat(h->fd, procs, F_OK, 0) < 0)
+		return -EPERM;
+	fd = openat(h->fd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+	} else if (st.st_uid == geteuid() && geteuid() != 0) {
+		rc = 0;
+	} else {
+		for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]) && rc < 0; i++) {
+			char v[8];
+			ssize_t n = fgetxattr(fd, marks[i], v, sizeof(v));
+
+			if (n == 1 && v[0] == '1')
+				rc = 0;
+		}
+	}
+	(void)close(fd);
+	return rc;
+}
+
+int
+hwmon_cgroup_procs(struct hwmon *h, const char *dir, int **pids, size_t *n)
+{
+	char path[PATH_MAX], *text = NULL;
+	size_t cap = 0, k = 0;
+	int *v = NULL, rc;
+
+	*pids = NULL;
+	*n = 0;
+	if ((size_t)snprintf(path, sizeof(path), "%s/cgroup.procs", dir) >= sizeof(path))
+		return -ENAMETOOLONG;
+	rc = read_text(h, path, &text);
+	if (rc < 0)
+		return rc;
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		long long pid;
+
+		if (parse_ll(line, &pid) < 0 || pid <= 0 || pid > INT_MAX)
+			continue;
+		if (k == cap) {
+			int *nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
+
+			if (!nv) {
+				free(v);
+				free(text);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		v[k++] = (int)pid;
+	}
+	free(text);
+	*pids = v;
+	*n = k;
+	return 0;
 }

@@ -198,4 +198,65 @@ int hwmon_cambricon_version(struct hwmon *h, const char *bus_id, char *buf, size
 /* sys/module/MODULE/version ("amdgpu"). */
 int hwmon_module_version(struct hwmon *h, const char *module, char *buf, size_t len);
 
+/* --- Processes ---------------------------------------------------------- */
+
+/*
+ * What proc/PID/stat says about a process's place in the process tree:
+ * enough for the agent to find every process of its training (child.c),
+ * including workers a launcher put in sessions of their own.
+ */
+struct hwmon_proc {
+	int pid;
+	int ppid;
+	int pgid;
+	int sid;
+	char state;             /* 'R', 'S', 'Z' (zombie), ... */
+	char comm[16];          /* the kernel's command name, at most 15 bytes */
+};
+
+/*
+ * proc/PID/stat of one process.  The command name may hold anything,
+ * blanks and parentheses included; the fields are read after its last
+ * ')'.  -ENOENT when the process is gone, -EINVAL for another shape.
+ */
+int hwmon_proc_stat(struct hwmon *h, int pid, struct hwmon_proc *out);
+
+/*
+ * Every process in proc/, by pid; processes that end while the directory
+ * is read are left out.  *procs (array of *n, NULL when 0) belongs to the
+ * caller: free().  A few hundred small reads on a busy node: call it when
+ * signalling or stopping the training, not on every loop turn.
+ */
+int hwmon_procs(struct hwmon *h, struct hwmon_proc **procs, size_t *n);
+
+/*
+ * The signals process PID catches (SigCgt) and ignores (SigIgn), from
+ * proc/PID/status, bit N-1 for signal N.  -ENOENT when it is gone,
+ * -ENODATA when a line is missing.
+ */
+int hwmon_proc_sigmasks(struct hwmon *h, int pid, unsigned long long *caught,
+                        unsigned long long *ignored);
+
+/*
+ * The cgroup v2 directory of the calling process, as a path under the root
+ * ("sys/fs/cgroup/system.slice/x.service"): the unified hierarchy's mount
+ * point from proc/self/mountinfo joined with the "0::" line of
+ * proc/self/cgroup.  -ENOENT without a cgroup2 mount or a "0::" line,
+ * -EOVERFLOW when it does not fit in LEN.
+ */
+int hwmon_cgroup2_self(struct hwmon *h, char *buf, size_t len);
+
+/*
+ * Whether the cgroup directory DIR (under the root) was delegated to the
+ * caller: it is not the hierarchy's root, and either belongs to the
+ * caller (a user other than root; how systemd and others delegate to
+ * users) or carries the xattr trusted.delegate or user.delegate set to "1"
+ * (systemd's mark for Delegate=yes).  0 when delegated, -EPERM when not,
+ * another negative errno when DIR cannot be read.
+ */
+int hwmon_cgroup2_delegated(struct hwmon *h, const char *dir);
+
+/* The pids in DIR/cgroup.procs (DIR under the root); *pids (NULL when 0) is the caller's: free(). */
+int hwmon_cgroup_procs(struct hwmon *h, const char *dir, int **pids, size_t *n);
+
 #endif

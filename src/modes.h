@@ -5,6 +5,50 @@
  *
  * Pure: builds a description of the launch from a plan; writing the files
  * is a separate call.  Nothing here calls MPI or reads the system.
+ *
+ * What each mode sets and runs (the man page's MODES section says the same
+ * to users):
+ *
+ *   every mode  the training's environment is the agent's, less the outer
+ *               MPI job's identity (mode_is_job_identity(): what mpirun,
+ *               ORTE, PMIx and Hydra put there for the agent), plus
+ *               MASTER_ADDR, MASTER_PORT, WORLD_SIZE (nodes), RANK (node
+ *               rank), SLOTS, VIGIL_MODE, VIGIL_NODE_RANK,
+ *               VIGIL_WORLD_SIZE and one visible-device variable per vendor
+ *               present.  A training that calls MPI_Init therefore runs as
+ *               an MPI singleton instead of claiming the agent's rank.
+ *               ${WORLD_SIZE}, ${SLOTS}, ${RANK}, ${MASTER_ADDR} and
+ *               ${MASTER_PORT} ($NAME too) in the command's words are
+ *               replaced by these values, so the manual's torchrun example
+ *               runs as printed.
+ *   pytorch     python[3] SCRIPT (also after `env KEY=VALUE ...`) runs
+ *               under the torch launcher: torch.distributed.launch by
+ *               default, as the manual's platform does (scripts read
+ *               --local_rank, and LOCAL_RANK), or torch.distributed.run
+ *               with MODE_TORCH_RUN (no --local_rank argument; LOCAL_RANK
+ *               only).  Why launch is the default: a script written for the
+ *               platform that reads --local_rank would silently put every
+ *               process on device 0 under run, while a script that rejects
+ *               the argument fails at once under launch, saying so.
+ *   deepspeed   the hostfile ("host slots=N"), and a `deepspeed` command
+ *               gets --hostfile=FILE --no_ssh --node_rank=R
+ *               --master_addr=A --master_port=P: each agent starts its own
+ *               node's processes, together one job of SLOTS x N processes.
+ *               This is DeepSpeed's documented no-SSH mode (DeepSpeed >=
+ *               0.14.5, getting-started tutorial, "Launching without
+ *               passwordless SSH").  The alternative, DeepSpeed's
+ *               multi-node runner on the coordinator only, would start the
+ *               other nodes' processes over pdsh/ssh: outside the agents,
+ *               so no checkpoint signal, no tracking, and it needs
+ *               passwordless ssh, which MPI clusters do not promise.
+ *   horovod     Open MPI and MPICH hostfiles, OMPI_MCA_orte_default_hostfile,
+ *               HYDRA_HOST_FILE, HYDRA_IFACE; node rank 0 runs the command
+ *               under the manual's mpirun prefix unless it already launches
+ *               MPI (any word, or a word of a shell -c script, that is
+ *               mpirun, mpiexec, orterun or horovodrun); the other nodes
+ *               run nothing.
+ *   tensorflow  TF_CONFIG.
+ *   single      the command as given.
  */
 #ifndef VIGIL_MODES_H
 #define VIGIL_MODES_H
@@ -14,6 +58,16 @@
 #include <stdio.h>
 
 enum mode { MODE_SINGLE, MODE_PYTORCH, MODE_DEEPSPEED, MODE_HOROVOD, MODE_TENSORFLOW };
+
+/* PyTorch mode's launcher module; the zero value is the default. */
+enum mode_torch {
+	MODE_TORCH_LAUNCH,      /* torch.distributed.launch: --local_rank=N and LOCAL_RANK */
+	MODE_TORCH_RUN,         /* torch.distributed.run (torchrun): LOCAL_RANK only */
+};
+
+/* "launch", "run" */
+const char *mode_torch_name(enum mode_torch t);
+int mode_torch_parse(const char *s, enum mode_torch *out);  /* 0 or -EINVAL */
 
 /* "single", "pytorch", "deepspeed", "horovod", "tensorflow" */
 const char *mode_name(enum mode m);
@@ -39,20 +93,49 @@ struct mode_plan {
 	const char *mpich_hostfile;     /* horovod (MPICH form) */
 	char *const *argv;              /* the user's command, already through cmdline_check() */
 	char *const *envp;              /* the environment to start from */
+	/* Each slot's vendor ("nvidia", "amd", "cambricon"), by slot index,
+	 * nslots entries: a node with boards of several vendors gets one
+	 * visible-device list per vendor.  NULL: all nslots are VENDOR's. */
+	const char *const *slot_vendors;
+	enum mode_torch torch_launcher; /* pytorch; default MODE_TORCH_LAUNCH */
+	const char *iface;              /* horovod: HYDRA_IFACE; NULL: "eth0", as the manual */
+	const char *job_hostfile;       /* deepspeed: also written here when safe; NULL: /job/hostfile */
 };
 
 struct mode_file {
 	char *path;
 	char *content;
+	bool optional;  /* written only where that is safe (mode_write_files()) */
 };
 
 struct mode_launch {
 	bool run;                 /* false: this node runs no child (horovod off the coordinator) */
 	char **argv;              /* NULL-terminated; NULL when !run */
 	char **envp;              /* NULL-terminated "KEY=VALUE" */
-	struct mode_file files[2];
+	struct mode_file files[3];
 	int nfiles;
+	char *warning;            /* NULL, or one line for the user (the coordinator shows it) */
 };
+
+/*
+ * Whether the environment entry "KEY=VALUE" (or a bare KEY) is part of the
+ * outer MPI job's identity, which the training must not inherit: the
+ * variables Open MPI's mpirun/orted (OMPI_COMM_WORLD_*, OMPI_MCA_ess*,
+ * OMPI_MCA_orte_* but a few user settings, OMPI_MCA_pmix, ...), PMIx
+ * (PMIX_* but PMIX_MCA_*) and MPICH's Hydra (PMI_*, MPI_LOCALRANKID, ...)
+ * set for each process they start.  The user's and the site's settings
+ * (OMPI_ALLOW_RUN_AS_ROOT*, OMPI_MCA_btl_tcp_if_exclude, MPIR_CVAR_*, ...)
+ * are not identity and stay.
+ */
+bool mode_is_job_identity(const char *entry);
+
+/*
+ * Whether ARGV launches MPI itself: one of its words, or a word of the
+ * script of a shell's -c, is mpirun, mpiexec, orterun or horovodrun
+ * (with or without a directory, or a suffix such as .openmpi or .hydra).
+ * The manual: "a command that contains mpirun is left unchanged".
+ */
+bool mode_launches_mpi(char *const *argv);
 
 /*
  * Build this node's launch.  Returns 0, or -EINVAL with one line in ERR
@@ -63,14 +146,19 @@ int mode_build(const struct mode_plan *p, struct mode_launch *out, char *err, si
 /*
  * Write the launch's files (creating parent directories), each atomically
  * (a temporary file renamed into place).  Returns 0, or a negative errno
- * with ERR naming the path.
+ * with ERR naming the path.  An optional file (DeepSpeed's /job/hostfile)
+ * is written only into a directory vigil can create or that is already
+ * private to the caller (util_dir_is_private(): a real directory, owned
+ * by the caller, writable by nobody else); otherwise it is skipped with a
+ * warning that says why and where the hostfile is, and the call still
+ * succeeds: the command names the hostfile with --hostfile anyway.
  */
 int mode_write_files(const struct mode_launch *l, char *err, size_t errlen);
 
 /*
  * For --dry-run: the variables the launch sets or removes relative to
- * BASE_ENVP (sorted), each file with its content, and the exact command,
- * shell-quoted.
+ * BASE_ENVP (sorted), each file with its content, the exact command,
+ * shell-quoted, and the warning if there is one.
  */
 void mode_describe(FILE *f, const struct mode_launch *l, char *const *base_envp);
 

@@ -68,6 +68,12 @@ struct run_opts {
 	const char *metrics;   /* Prometheus textfile */
 	double summary_s;      /* one-line summary every this many seconds; default 60; 0 off */
 	double perf_interval_s;/* reduction cadence; default 1 */
+
+	/* launch modes (modes.h, ckpt.h) */
+	enum mode_torch torch_launcher; /* --torch-launcher launch|run; default (0)
+	                                 * MODE_TORCH_LAUNCH, the manual's */
+	const char *ckpt_confirm;       /* --ckpt-confirm file:PATH|output:REGEX; NULL:
+	                                 * exit status 0 after the signal is the save */
 };
 
 void run_opts_init(struct run_opts *o);

@@ -6,8 +6,11 @@ training:
 
   * the environment of torchrun (LOCAL_RANK, RANK, WORLD_SIZE, MASTER_ADDR,
     MASTER_PORT); vigil's PyTorch mode wraps ``python3 ddp_train.py`` into
-    the launcher, which sets them.  Run by hand without a launcher it trains
-    alone (rank 0 of 1);
+    the launcher, which sets them.  It also accepts the ``--local_rank=N``
+    (torch.distributed.launch before torch 2) and ``--local-rank=N`` (since)
+    argument that torch.distributed.launch, vigil's default launcher as in
+    the platform manual, passes, so it runs under either launcher.  Run by
+    hand without a launcher it trains alone (rank 0 of 1);
   * backend nccl when CUDA is available, gloo on CPU;
   * per iteration, the platform manual's timing line
     ``this iteration hardware time is 2201.521 and e2e time is 3317.794921875 ms.``
@@ -58,7 +61,14 @@ def parse_args():
     p.add_argument("--sleep-ms", type=float, default=0.0,
                    help="extra time per iteration outside the hardware time, "
                         "to make iterations long enough to watch")
-    return p.parse_args()
+    # torch.distributed.launch passes one of these; LOCAL_RANK, which it
+    # sets too, is what is read.
+    p.add_argument("--local_rank", "--local-rank", type=int, default=None,
+                   help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.local_rank is not None:
+        os.environ.setdefault("LOCAL_RANK", str(args.local_rank))
+    return args
 
 
 def setup():

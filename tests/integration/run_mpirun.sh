@@ -112,7 +112,7 @@ out=$(vrun --dry-run --mode deepspeed --run-dir "$SCRATCH/rd" -- deepspeed train
 expect_eq "dry run exit" 0 "$rc"
 expect_eq "four node sections in order" "0 1 2 3" "$(printf '%s\n' "$out" | sed -n 's/^== .* (rank \([0-9]\), deepspeed mode)$/\1/p' | tr '\n' ' ' | sed 's/ $//')"
 expect_match "hostfile shown" "file: $SCRATCH/rd/hostfile" "$out"
-expect_match "command shown" "command: deepspeed train.py" "$out"
+expect_match "command shown: DeepSpeed's no-SSH launch on each node" "command: deepspeed --hostfile=$SCRATCH/rd/hostfile --no_ssh --node_rank=[0-3] --master_addr=[^ ]+ --master_port=[0-9]+ train.py" "$out"
 if [ -e "$SCRATCH/rd/hostfile" ]; then fail "dry run wrote a file"; else pass "dry run wrote nothing"; fi
 
 # The pre-check's go/no-go: one node unhealthy, nothing starts, exit 80,

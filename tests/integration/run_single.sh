@@ -34,7 +34,7 @@ expect_match "not executable message" "cannot run '.*noexec.sh': Permission deni
 # The manual's run-command rules.
 out=$(run -- FOO=1 python3 train.py 2>&1); rc=$?
 expect_eq "KEY=VALUE rejected" 64 "$rc"
-expect_match "KEY=VALUE: the bash -c form is shown" 'bash -c "FOO=1 python3 train.py"' "$out"
+expect_match "KEY=VALUE: the env form is shown" '-- env FOO=1 python3 train.py' "$out"
 out=$(run -- "python3 train.py && python3 evaluate.py" 2>&1); rc=$?
 expect_eq "a && b rejected" 64 "$rc"
 expect_match "a && b: the bash -c form is shown" 'bash -c "python3 train.py && python3 evaluate.py"' "$out"

@@ -24,11 +24,13 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "child.h"
+#include "hwmon.h"
 #include "sig.h"
 
 #define WAIT_MS 5000  /* the most any single wait in these tests may take */
@@ -257,6 +259,24 @@ wait_exit(struct child *c)
 		assert_true(now_ms() < end);
 		nap();
 	}
+}
+
+/* The parent of PID from /proc, or -1. */
+static pid_t
+getppid_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	int ppid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && sscanf(p + 1, " %*c %d", &ppid) != 1)
+		ppid = -1;
+	fclose(f);
+	return ppid;
 }
 
 static void
@@ -643,16 +663,301 @@ test_group_signal(void **state)
 	read_output(c, &s->out, &s->err, "ready\n");
 	assert_int_equal(child_signal(c, SIGUSR1), 0);
 
-	/* The grandchild's trap ran: the signal reached the whole group. */
+	/* The grandchild's trap ran: the signal reached the worker. */
 	end = now_ms() + WAIT_MS;
 	while (stat(marker, &st) < 0 || st.st_size == 0) {
 		assert_true(now_ms() < end);
 		nap();
 	}
-	/* And the main child died of it. */
-	assert_int_equal(wait_exit(c), 128 + SIGUSR1);
+	/* And the main child, a launcher without a handler for it, did not
+	 * die of it: it ends when its worker does, as it would by itself. */
+	assert_int_equal(wait_exit(c), 0);
 	child_free(c);
 	assert_no_children();
+}
+
+/* child_signal_all(): every process, handler or not; a stop signal
+ * reaches the whole group, the launcher included. */
+static void
+test_signal_all(void **state)
+{
+	static const char script[] = "( trap '' USR1; echo ready; while :; do sleep 0.01; done ) & wait";
+	struct streams *s = *state;
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)script, NULL };
+	struct child_opts o = { .argv = argv };
+	struct child *c;
+
+	assert_int_equal(spawn(&o, &c), 0);
+	read_output(c, &s->out, &s->err, "ready\n");
+	assert_int_equal(child_signal_all(c, SIGUSR1), 0);
+	assert_int_equal(wait_exit(c), 128 + SIGUSR1);
+	/* the worker ignores it and is still there: the tree kill ends it */
+	assert_int_equal(child_kill_tree(c), 0);
+	child_free(c);
+	assert_no_children();
+}
+
+/* Waits until FILE exists and is not empty. */
+static void
+wait_marker(const char *file)
+{
+	int64_t end = now_ms() + WAIT_MS;
+	struct stat st;
+
+	while (stat(file, &st) < 0 || st.st_size == 0) {
+		if (now_ms() >= end)
+			fail_msg("%s never written", file);
+		nap();
+	}
+}
+
+/*
+ * The torch >= 2 layout: a launcher without a handler for the checkpoint
+ * signal starts its workers in sessions of their own (setsid, as torch's
+ * start_new_session=True does).  The checkpoint signal reaches every
+ * worker, the launcher survives it, and nothing is left after the tree
+ * kill.
+ */
+static void
+test_new_sessions(void **state)
+{
+	static const char script[] =
+		"for w in 1 2; do setsid sh -c 'trap \"echo saved > $0.$1; exit 0\" USR1; "
+		"echo ready > $0.ready$1; while :; do sleep 0.01; done' \"$0\" $w & done; "
+		"wait; echo launcher done";
+	struct streams *s = *state;
+	char marker[PATH_MAX], m1[PATH_MAX + 8], m2[PATH_MAX + 8];
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)script, marker, NULL };
+	struct child_opts o = { .argv = argv };
+	pid_t *pids = NULL;
+	size_t n = 0, k;
+	struct child *c;
+
+	path_in_tmp(marker, sizeof(marker), "worker");
+	assert_int_equal(spawn(&o, &c), 0);
+	snprintf(m1, sizeof(m1), "%s.ready1", marker);
+	snprintf(m2, sizeof(m2), "%s.ready2", marker);
+	wait_marker(m1);
+	wait_marker(m2);
+	snprintf(m1, sizeof(m1), "%s.1", marker);
+	snprintf(m2, sizeof(m2), "%s.2", marker);
+	/* the launcher first, then both workers (in sessions of their own)
+	 * and their sleeps */
+	assert_int_equal(child_descendants(c, &pids, &n), 0);
+	assert_true(n >= 3);
+	assert_int_equal(pids[0], child_pid(c));
+	k = 0;
+	for (size_t i = 1; i < n; i++)
+		k += getsid(pids[i]) == pids[i];
+	assert_int_equal(k, 2);
+	free(pids);
+
+	assert_int_equal(child_signal(c, SIGUSR1), 0);
+	wait_marker(m1);
+	wait_marker(m2);
+	/* both saved and exited 0; the launcher went on to its end */
+	assert_int_equal(wait_exit(c), 0);
+	read_output(c, &s->out, &s->err, "launcher done\n");
+	assert_int_equal(child_kill_tree(c), 0);
+	child_free(c);
+	assert_no_children();
+}
+
+/*
+ * A launcher that dies first leaves its workers (in their own sessions,
+ * outside the group) to the agent, a subreaper: they are still the
+ * training's, get its signals, and die with the tree kill.
+ */
+static void
+test_orphans_adopted(void **state)
+{
+	static const char script[] =
+		"setsid sh -c 'trap \"\" USR1; echo ready; exec sleep 30' & "
+		"read x < /dev/null; sleep 0.2; exit 3";
+	struct streams *s = *state;
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)script, NULL };
+	struct child_opts o = { .argv = argv };
+	pid_t *pids = NULL;
+	size_t n = 0;
+	struct child *c;
+	pid_t worker;
+
+	assert_int_equal(spawn(&o, &c), 0);
+	read_output(c, &s->out, &s->err, "ready\n");
+	assert_int_equal(wait_exit(c), 3);
+	assert_int_equal(child_descendants(c, &pids, &n), 0);
+	assert_int_equal(n, 1);
+	worker = pids[0];
+	free(pids);
+	assert_int_equal(getppid_of(worker), getpid());
+	/* a group signal would miss it; a stop signal does not */
+	assert_int_equal(child_signal(c, SIGTERM), 0);
+	assert_int_equal(child_kill_tree(c), 0);
+	child_free(c);
+	assert_no_children();
+	assert_true(process_gone(worker));
+}
+
+/* Writes TEXT into PATH; 0 or -errno. */
+static int
+put_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/*
+ * A delegated cgroup v2 (here made by root and marked as systemd marks
+ * Delegate=yes): the agent finds it, the training runs in a cgroup of its
+ * own below it, a worker that left the process tree and the group is
+ * still the training's, the tree kill empties the cgroup and child_free()
+ * removes it.  As root only: delegating is root's to do.
+ */
+static void
+test_cgroup_delegated(void **state)
+{
+	static const char script[] = "setsid sleep 30 & echo ready; wait";
+	struct streams *s = *state;
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)script, NULL };
+	char own[PATH_MAX], test_cg[PATH_MAX + 32], found[PATH_MAX + 32], procs[PATH_MAX + 48], pid[32];
+	char training_cg[PATH_MAX + 64];
+	struct child_opts o = { .argv = argv };
+	struct hwmon *h;
+	struct child *c;
+	pid_t *pids = NULL;
+	size_t n = 0;
+
+	if (geteuid() != 0) {
+		skip();
+		return;
+	}
+	assert_int_equal(hwmon_open(NULL, &h), 0);
+	assert_int_equal(hwmon_cgroup2_self(h, own, sizeof(own)), 0);
+	hwmon_free(h);
+	snprintf(test_cg, sizeof(test_cg), "/%s/vigil-test.%d", own, (int)getpid());
+	assert_int_equal(mkdir(test_cg, 0755), 0);
+	assert_int_equal(setxattr(test_cg, "trusted.delegate", "1", 1, 0), 0);
+	/* the agent (this test) moves into the delegated cgroup */
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", test_cg);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	assert_int_equal(put_file(procs, pid), 0);
+
+	assert_int_equal(child_cgroup_find(found, sizeof(found)), 0);
+	assert_string_equal(found, test_cg);
+	o.cgroup = found;
+	assert_int_equal(spawn(&o, &c), 0);
+	read_output(c, &s->out, &s->err, "ready\n");
+	assert_non_null(child_cgroup(c));
+	snprintf(training_cg, sizeof(training_cg), "%s", child_cgroup(c));
+	assert_true(strncmp(training_cg, test_cg, strlen(test_cg)) == 0);
+	/* the keeper, sh and the worker in its own session */
+	assert_int_equal(child_descendants(c, &pids, &n), 0);
+	assert_true(n >= 3);
+	free(pids);
+	assert_int_equal(child_kill_tree(c), 0);
+	assert_int_equal(wait_exit(c), 128 + SIGKILL);
+	child_free(c);
+	assert_int_equal(access(training_cg, F_OK), -1);
+	assert_no_children();
+
+	/* back where it was, and the test cgroup gone */
+	snprintf(procs, sizeof(procs), "/%s/cgroup.procs", own);
+	assert_int_equal(put_file(procs, pid), 0);
+	assert_int_equal(rmdir(test_cg), 0);
+	/* the hierarchy's own root, or an undelegated cgroup: none found */
+	if (child_cgroup_find(found, sizeof(found)) == 0)
+		assert_string_equal(found, "/the agent's cgroup is delegated after all");
+}
+
+/* A process table: pid, ppid, pgid, sid, zombie, handles, launcher. */
+#define P(pid, ppid, pgid, sid, z, h, l) { pid, ppid, pgid, sid, z, h, l }
+
+/*
+ * Who belongs to the training, and who gets a notice, on synthetic
+ * process tables (the agent is 100 in session 1, the training's main
+ * child 200).
+ */
+static void
+test_tree_rules(void **state)
+{
+	static const struct child_proc t[] = {
+		P(1, 0, 1, 1, false, false, false),             /* init */
+		P(100, 1, 100, 1, false, false, false),         /* the agent */
+		P(150, 100, 150, 1, false, false, false),       /* a helper of the agent (notify) */
+		P(151, 150, 150, 1, false, false, false),       /* ... and its child */
+		P(200, 100, 200, 1, false, false, false),       /* torchrun: no handler */
+		P(201, 200, 201, 201, false, true, false),      /* worker, own session, handler */
+		P(202, 200, 202, 202, false, true, false),      /* worker, own session, handler */
+		P(203, 201, 201, 201, false, false, false),     /* data loader without handler */
+		P(210, 200, 200, 1, true, false, false),        /* a zombie */
+		P(300, 100, 300, 300, false, false, false),     /* orphan adopted: setsid daemon */
+		P(301, 100, 200, 1, false, true, false),        /* orphan adopted, still in the group */
+		P(400, 999, 400, 400, false, true, false),      /* a stranger */
+		P(500, 1, 200, 1, false, true, false),          /* outside the agent's tree */
+	};
+	static const pid_t members[] = { 200, 201, 202, 203, 210, 300, 301 };
+	static const pid_t notified[] = { 201, 202, 203, 300, 301 };
+	const size_t n = sizeof(t) / sizeof(t[0]);
+	bool m[sizeof(t) / sizeof(t[0])], tg[sizeof(t) / sizeof(t[0])];
+	size_t k;
+
+	(void)state;
+	assert_int_equal(child_tree_members(t, n, 100, 1, 200, true, m), 7);
+	for (size_t i = 0, j = 0; i < n; i++) {
+		bool want = j < 7 && members[j] == t[i].pid;
+
+		if (m[i] != want)
+			fail_msg("pid %d: member %d, want %d", t[i].pid, m[i], want);
+		j += want;
+	}
+	/* workers with handlers, leaves without one; torchrun and the
+	 * zombie spared */
+	assert_int_equal(child_notice_targets(t, n, m, tg), 5);
+	for (size_t i = 0, j = 0; i < n; i++) {
+		bool want = j < 5 && notified[j] == t[i].pid;
+
+		if (tg[i] != want)
+			fail_msg("pid %d: notified %d, want %d", t[i].pid, tg[i], want);
+		j += want;
+	}
+
+	/* Once the main child is reaped its pid may be reused by a helper:
+	 * not the training's; the group's leftovers still are. */
+	k = child_tree_members(t, n, 100, 1, 200, false, m);
+	assert_false(m[4]);
+	assert_true(m[9]);
+	assert_true(m[10]);
+	assert_int_equal(k, 2);         /* 300, 301, and nothing under 200 */
+}
+
+/* Below an MPI launcher that handles the signal (it forwards it to every
+ * rank), nobody is signalled twice: the launcher gets it alone. */
+static void
+test_tree_mpirun(void **state)
+{
+	static const struct child_proc t[] = {
+		P(100, 1, 100, 1, false, false, false),
+		P(200, 100, 200, 1, false, false, false),       /* bash -c wrapper */
+		P(210, 200, 200, 1, false, true, true),         /* mpirun: forwards USR1 */
+		P(211, 210, 211, 1, false, true, false),        /* rank */
+		P(212, 210, 212, 1, false, false, false),       /* rank without handler */
+		P(220, 200, 200, 1, false, false, true),        /* an mpirun that does not handle it */
+		P(221, 220, 221, 1, false, true, false),
+	};
+	const size_t n = sizeof(t) / sizeof(t[0]);
+	bool m[sizeof(t) / sizeof(t[0])], tg[sizeof(t) / sizeof(t[0])];
+
+	(void)state;
+	assert_int_equal(child_tree_members(t, n, 100, 1, 200, true, m), 6);
+	assert_int_equal(child_notice_targets(t, n, m, tg), 2);
+	assert_true(tg[2]);
+	assert_true(tg[6]);
 }
 
 /* The hex mask after NAME in a /proc/PID/status text, or UINT64_MAX. */
@@ -812,6 +1117,62 @@ test_pdeathsig_kill(void **state)
 	agent_goes(true);
 }
 
+/*
+ * The agent is killed (as mpirun does at teardown) while its training has
+ * a worker in a session of its own (torch >= 2): the worker, which no
+ * parent-death signal covers, must die too.
+ */
+static void
+test_agent_killed_sessions(void **state)
+{
+	int report[2], st;
+	pid_t agent, worker = 0;
+	char file[PATH_MAX];
+	FILE *f;
+	int64_t end;
+
+	(void)state;
+	path_in_tmp(file, sizeof(file), "worker.pid");
+	assert_int_equal(pipe2(report, O_CLOEXEC), 0);
+	agent = fork();
+	assert_true(agent >= 0);
+	if (agent == 0) {
+		char *argv[] = { (char *)"sh", (char *)"-c",
+			(char *)"setsid sleep 30 & echo $! > \"$0.tmp\"; mv \"$0.tmp\" \"$0\"; wait",
+			file, NULL };
+		struct child_opts o = { .argv = argv };
+		struct child *c;
+
+		close(report[0]);
+		if (child_spawn(&o, &c) < 0)
+			_exit(1);
+		(void)!write(report[1], "x", 1);
+		pause();
+		_exit(0);
+	}
+	close(report[1]);
+	assert_int_equal(read(report[0], &st, 1), 1);
+	close(report[0]);
+	end = now_ms() + WAIT_MS;
+	while (!(f = fopen(file, "r"))) {
+		assert_true(now_ms() < end);
+		nap();
+	}
+	assert_int_equal(fscanf(f, "%d", &worker), 1);
+	fclose(f);
+	while (getsid(worker) != worker) {      /* setsid(1) is on its way */
+		assert_true(now_ms() < end);
+		nap();
+	}
+	assert_int_equal(kill(agent, SIGKILL), 0);
+	assert_int_equal(waitpid(agent, &st, 0), agent);
+	assert_true(process_dies(worker));
+	/* whatever came to us (the subreaper) on the way */
+	while (waitpid(-1, &st, WNOHANG) > 0 || (errno != ECHILD && now_ms() < end + WAIT_MS))
+		nap();
+	assert_no_children();
+}
+
 /* ---- the seam ---------------------------------------------------------- */
 
 static pid_t fake_pid;
@@ -868,9 +1229,11 @@ test_seam(void **state)
 
 	fake_errno = 0;
 	fake_calls = 0;
+	/* a notice goes to the training itself (a leaf without a handler),
+	 * not to the group nor to the keeper above it */
 	assert_int_equal(child_signal(c, SIGUSR1), 0);
 	assert_int_equal(fake_calls, 1);
-	assert_int_equal(fake_pid, -pid);
+	assert_true(fake_pid > 0 && fake_pid != pid);
 	assert_int_equal(fake_sig, SIGUSR1);
 	fake_errno = ESRCH;
 	assert_int_equal(child_signal(c, SIGTERM), -ESRCH);
@@ -933,10 +1296,17 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_cwd_stdin_fds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exit_codes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_signal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_signal_all, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_new_sessions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_orphans_adopted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cgroup_delegated, setup, teardown),
+		cmocka_unit_test(test_tree_rules),
+		cmocka_unit_test(test_tree_mpirun),
 		cmocka_unit_test_setup_teardown(test_signal_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reap_orphans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pdeathsig_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pdeathsig_kill, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_killed_sessions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seam, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_free_kills, setup, teardown),
 	};

@@ -71,6 +71,18 @@ static const struct {
 	{ { "python '' \"\"x '&&' \";\"" }, { "python", "", "x", "&&", ";" } },
 	{ { "pyth'on' tr\"ain\".py" }, { "python", "train.py" } },
 	{ { "echo a\\" }, { "echo", "a\\" } },
+	/* vigil's own variables stay for modes.c to replace: the manual's
+	 * torchrun example as printed */
+	{ { "torchrun \\\n--nnodes ${WORLD_SIZE} \\\n--nproc_per_node ${SLOTS} \\\n"
+	    "--node_rank ${RANK} \\\n--master_addr ${MASTER_ADDR} \\\n"
+	    "--master_port ${MASTER_PORT} \\\n/workspace/algorithm/train.py" },
+	  { "torchrun", "--nnodes", "${WORLD_SIZE}", "--nproc_per_node", "${SLOTS}", "--node_rank",
+	    "${RANK}", "--master_addr", "${MASTER_ADDR}", "--master_port", "${MASTER_PORT}",
+	    "/workspace/algorithm/train.py" } },
+	{ { "python t.py --out=ckpt.$RANK \"$MASTER_ADDR:$MASTER_PORT\"" },
+	  { "python", "t.py", "--out=ckpt.$RANK", "$MASTER_ADDR:$MASTER_PORT" } },
+	/* the env form vigil suggests is accepted */
+	{ { "env KEY=VALUE python3 train.py" }, { "env", "KEY=VALUE", "python3", "train.py" } },
 };
 
 static void
@@ -99,9 +111,17 @@ static const struct {
 	const char *msg;
 } refused[] = {
 	/* the manual's examples, argv form */
+	/* one command: the env form, which keeps python the command (and
+	 * PyTorch mode's launcher) */
 	{ { "KEY=VALUE", "python3", "train.py" },
 	  "the command must start with an executable, but \"KEY=VALUE\" sets an environment "
-	  "variable; to run it through a shell, use:  -- bash -c \"KEY=VALUE python3 train.py\"" },
+	  "variable; to set it for the command, use:  -- env KEY=VALUE python3 train.py" },
+	{ { "KEY=VALUE python3 train.py" },
+	  "the command must start with an executable, but \"KEY=VALUE\" sets an environment "
+	  "variable; to set it for the command, use:  -- env KEY=VALUE python3 train.py" },
+	{ { "A='x y' B=2 python3 train.py --rank $RANK" },
+	  "the command must start with an executable, but \"A=x y\" sets an environment "
+	  "variable; to set it for the command, use:  -- env A='x y' B=2 python3 train.py --rank $RANK" },
 	{ { "python3", "train.py", "&&", "python3", "evaluate.py" },
 	  "the command holds more than one command (\"&&\"); to run them through a shell, use:  "
 	  "-- bash -c \"python3 train.py && python3 evaluate.py\"" },
@@ -155,9 +175,13 @@ static const struct {
 	{ { "python3 train.py\npython3 evaluate.py" },
 	  "the command holds more than one command (a line break); to run them through a shell, "
 	  "use:  -- bash -c \"python3 train.py\npython3 evaluate.py\"" },
-	{ { "torchrun --nnodes $WORLD_SIZE train.py" },
+	/* only vigil's own five variables are kept for expansion */
+	{ { "torchrun --nnodes $WORLD_SIZES train.py" },
 	  "the command asks the shell to expand a value, which vigil does not do (\"$\"); to run "
-	  "it through a shell, use:  -- bash -c \"torchrun --nnodes \\$WORLD_SIZE train.py\"" },
+	  "it through a shell, use:  -- bash -c \"torchrun --nnodes \\$WORLD_SIZES train.py\"" },
+	{ { "echo ${RANK:-0}" },
+	  "the command asks the shell to expand a value, which vigil does not do (\"$\"); to run "
+	  "it through a shell, use:  -- bash -c \"echo \\${RANK:-0}\"" },
 	{ { "echo \"${HOME}/x\" y" },
 	  "the command asks the shell to expand a value, which vigil does not do (\"$\"); to run "
 	  "it through a shell, use:  -- bash -c \"echo \\\"\\${HOME}/x\\\" y\"" },

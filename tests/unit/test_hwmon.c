@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -643,6 +644,138 @@ test_driver_versions(void **state)
 	assert_int_equal(hwmon_module_version(f->h, "nvidia", buf, sizeof(buf)), -ENOENT);
 }
 
+/* --- processes ------------------------------------------------------------ */
+
+/* proc/PID/stat and status as the kernel writes them, with a command name
+ * that holds blanks and parentheses. */
+static void
+test_procs(void **state)
+{
+	struct fix *f = *state;
+	struct hwmon_proc p, *v = NULL;
+	unsigned long long caught = 0, ignored = 0;
+	size_t n = 0;
+
+	mkdirs(f->root, "proc/42");
+	mkdirs(f->root, "proc/7");
+	mkdirs(f->root, "proc/43");
+	mkdirs(f->root, "proc/self");
+	mkdirs(f->root, "proc/sys");
+	put(f->root, "proc/42/stat", "42 (a) b (c) S 7 42 40 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 "
+	                             "3456 1000 10 18446744073709551615\n");
+	put(f->root, "proc/7/stat", "7 (torchrun) Z 1 7 7 0 -1 0\n");
+	put(f->root, "proc/43/stat", "43 no parentheses S 1 1 1\n");
+	put(f->root, "proc/42/status", "Name:\ta) b (c\nSigQ:\t0/1\nSigPnd:\t0000000000000000\n"
+	                               "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000800\n"
+	                               "SigCgt:\t0000000180004202\n");
+	put(f->root, "proc/7/status", "Name:\ttorchrun\nSigCgt:\t0\n");
+
+	assert_int_equal(hwmon_proc_stat(f->h, 42, &p), 0);
+	assert_int_equal(p.pid, 42);
+	assert_int_equal(p.ppid, 7);
+	assert_int_equal(p.pgid, 42);
+	assert_int_equal(p.sid, 40);
+	assert_int_equal(p.state, 'S');
+	assert_string_equal(p.comm, "a) b (c");
+	assert_int_equal(hwmon_proc_stat(f->h, 43, &p), -EINVAL);
+	assert_int_equal(hwmon_proc_stat(f->h, 44, &p), -ENOENT);
+	assert_int_equal(hwmon_proc_stat(f->h, 0, &p), -EINVAL);
+
+	/* by pid; what is not a process is left out */
+	assert_int_equal(hwmon_procs(f->h, &v, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(v[0].pid, 7);
+	assert_int_equal(v[0].state, 'Z');
+	assert_string_equal(v[0].comm, "torchrun");
+	assert_int_equal(v[1].pid, 42);
+	free(v);
+
+	assert_int_equal(hwmon_proc_sigmasks(f->h, 42, &caught, &ignored), 0);
+	assert_true(caught & (1ULL << (SIGUSR1 - 1)));
+	assert_true(caught & (1ULL << (SIGTERM - 1)));
+	assert_false(caught & (1ULL << (SIGUSR2 - 1)));
+	assert_true(ignored & (1ULL << (SIGUSR2 - 1)));
+	assert_int_equal(hwmon_proc_sigmasks(f->h, 7, &caught, &ignored), -ENODATA);
+	assert_int_equal(hwmon_proc_sigmasks(f->h, 44, &caught, &ignored), -ENOENT);
+}
+
+/* The cgroup v2 directory from mountinfo and proc/self/cgroup; the
+ * delegation mark; the member list. */
+static void
+test_cgroup(void **state)
+{
+	struct fix *f = *state;
+	char buf[256], dir[700];
+	int *pids = NULL;
+	size_t n = 0;
+
+	mkdirs(f->root, "proc/self");
+	assert_int_equal(hwmon_cgroup2_self(f->h, buf, sizeof(buf)), -ENOENT);
+	put(f->root, "proc/self/mountinfo",
+	    "25 1 0:23 / /sys rw,nosuid - sysfs sysfs rw\n"
+	    "30 25 0:26 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
+	    "31 25 0:27 / /sys/fs/cgroup ro - tmpfs tmpfs ro\n"
+	    "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n");
+	put(f->root, "proc/self/cgroup", "4:memory:/x\n1:cpu:/\n0::/user.slice/job 42.scope\n");
+	assert_int_equal(hwmon_cgroup2_self(f->h, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "sys/fs/cgroup/unified/user.slice/job 42.scope");
+	assert_int_equal(hwmon_cgroup2_self(f->h, buf, 20), -EOVERFLOW);
+	put(f->root, "proc/self/cgroup", "0::/\n");
+	assert_int_equal(hwmon_cgroup2_self(f->h, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "sys/fs/cgroup/unified");
+	put(f->root, "proc/self/cgroup", "1:name=systemd:/\n");
+	assert_int_equal(hwmon_cgroup2_self(f->h, buf, sizeof(buf)), -ENOENT);
+
+	/* not a cgroup (no cgroup.kill): never delegated */
+	mkdirs(f->root, "sys/fs/cgroup/unified/job");
+	assert_int_equal(hwmon_cgroup2_delegated(f->h, "sys/fs/cgroup/unified/job"), -EPERM);
+	put(f->root, "sys/fs/cgroup/unified/job/cgroup.kill", "");
+	put(f->root, "sys/fs/cgroup/unified/job/cgroup.procs", "12\n7\n\n99999\n");
+	if (geteuid() == 0) {
+		/* root owns it: only systemd's mark delegates it */
+		assert_int_equal(hwmon_cgroup2_delegated(f->h, "sys/fs/cgroup/unified/job"), -EPERM);
+		snprintf(dir, sizeof(dir), "%s/sys/fs/cgroup/unified/job", f->root);
+		if (setxattr(dir, "trusted.delegate", "1", 1, 0) == 0)
+			assert_int_equal(hwmon_cgroup2_delegated(f->h, "sys/fs/cgroup/unified/job"), 0);
+	} else {
+		/* a user's own cgroup */
+		assert_int_equal(hwmon_cgroup2_delegated(f->h, "sys/fs/cgroup/unified/job"), 0);
+	}
+	assert_int_equal(hwmon_cgroup2_delegated(f->h, "../job"), -EINVAL);
+	assert_int_equal(hwmon_cgroup_procs(f->h, "sys/fs/cgroup/unified/job", &pids, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(pids[0], 12);
+	assert_int_equal(pids[1], 7);
+	assert_int_equal(pids[2], 99999);
+	free(pids);
+	assert_int_equal(hwmon_cgroup_procs(f->h, "sys/fs/cgroup/none", &pids, &n), -ENOENT);
+}
+
+/* This very process, on the live /proc. */
+static void
+test_procs_live(void **state)
+{
+	struct hwmon *h;
+	struct hwmon_proc p, *v = NULL;
+	unsigned long long caught = 0, ignored = 0;
+	bool found = false;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(hwmon_open(NULL, &h), 0);
+	assert_int_equal(hwmon_proc_stat(h, getpid(), &p), 0);
+	assert_int_equal(p.ppid, getppid());
+	assert_int_equal(p.pgid, getpgid(0));
+	assert_int_equal(p.sid, getsid(0));
+	assert_int_equal(hwmon_procs(h, &v, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		found |= v[i].pid == getpid();
+	assert_true(found);
+	free(v);
+	assert_int_equal(hwmon_proc_sigmasks(h, getpid(), &caught, &ignored), 0);
+	hwmon_free(h);
+}
+
 int
 main(void)
 {
@@ -660,6 +793,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_numa, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statvfs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_driver_versions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_procs, setup, teardown),
+		cmocka_unit_test(test_procs_live),
+		cmocka_unit_test_setup_teardown(test_cgroup, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

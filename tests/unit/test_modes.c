@@ -17,6 +17,7 @@
 #include "autoconf.h"
 
 #include "vigil_test.h"
+#include "scratch.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -149,7 +150,7 @@ job_init(struct job *j, enum mode m, int nnodes, const char *vendor, int slots, 
 	j->plan.tf_port = 2223;         /* unlike the master port, so a mix-up shows */
 	j->plan.vendor = vendor;
 	j->plan.nslots = vendor ? slots : 0;
-	j->plan.hostfile = m == MODE_DEEPSPEED ? "/job/hostfile" : "/etc/mpi/hostfile";
+	j->plan.hostfile = m == MODE_DEEPSPEED ? "/tmp/vigil.4242/hostfile" : "/etc/mpi/hostfile";
 	j->plan.mpich_hostfile = "/etc/mpi/mpich_hostfile";
 	j->plan.argv = (char *const *)cmd;
 	j->plan.envp = j->base.v;
@@ -356,8 +357,8 @@ test_env_values(void **state)
 	assert_string_equal(env_of(l.envp, "VIGIL_WORLD_SIZE"), "4");
 	assert_string_equal(env_of(l.envp, "CUDA_VISIBLE_DEVICES"), "0,1,2,3,4,5,6,7");
 	assert_string_equal(env_of(l.envp, "HOME"), "/h");
-	/* only horovod's inner mpirun needs the outer job's variables gone */
-	assert_string_equal(env_of(l.envp, "OMPI_COMM_WORLD_RANK"), "2");
+	/* the outer MPI job's identity is gone in every mode */
+	assert_null(env_of(l.envp, "OMPI_COMM_WORLD_RANK"));
 	assert_null(env_of(l.envp, "TF_CONFIG"));
 	assert_int_equal(l.nfiles, 0);
 	mode_launch_free(&l);
@@ -369,7 +370,7 @@ static void
 test_cpu_node(void **state)
 {
 	static const char *const cmd[] = { "python", "train.py", NULL };
-	static const char *const want[] = { "python", "-m", "torch.distributed.run",
+	static const char *const want[] = { "python", "-m", "torch.distributed.launch",
 		"--nproc_per_node=1", "--nnodes=2", "--node_rank=1", "--master_addr=server1",
 		"--master_port=2222", "train.py", NULL };
 	struct mode_launch l;
@@ -648,30 +649,38 @@ static const struct {
 } pytorch_cmds[] = {
 	/* the manual's example, and interpreter spellings */
 	{ { "python", "/workspace/algorithm/train.py" },
-	  { "python", "-m", "torch.distributed.run", "L", "/workspace/algorithm/train.py" } },
+	  { "python", "-m", "T", "L", "/workspace/algorithm/train.py" } },
 	{ { "python3", "train.py", "--lr", "0.1" },
-	  { "python3", "-m", "torch.distributed.run", "L", "train.py", "--lr", "0.1" } },
+	  { "python3", "-m", "T", "L", "train.py", "--lr", "0.1" } },
 	{ { "/usr/bin/python3.11", "train.py" },
-	  { "/usr/bin/python3.11", "-m", "torch.distributed.run", "L", "train.py" } },
+	  { "/usr/bin/python3.11", "-m", "T", "L", "train.py" } },
 	{ { "/opt/conda/bin/python", "train.py" },
-	  { "/opt/conda/bin/python", "-m", "torch.distributed.run", "L", "train.py" } },
+	  { "/opt/conda/bin/python", "-m", "T", "L", "train.py" } },
 	/* interpreter options stay before -m */
 	{ { "python", "-u", "train.py", "-u" },
-	  { "python", "-u", "-m", "torch.distributed.run", "L", "train.py", "-u" } },
+	  { "python", "-u", "-m", "T", "L", "train.py", "-u" } },
 	{ { "python", "-uB", "-W", "ignore", "-Xdev", "train.py" },
-	  { "python", "-uB", "-W", "ignore", "-Xdev", "-m", "torch.distributed.run", "L", "train.py" } },
+	  { "python", "-uB", "-W", "ignore", "-Xdev", "-m", "T", "L", "train.py" } },
 	{ { "python", "-X", "dev", "--check-hash-based-pycs", "never", "train.py" },
-	  { "python", "-X", "dev", "--check-hash-based-pycs", "never", "-m", "torch.distributed.run",
+	  { "python", "-X", "dev", "--check-hash-based-pycs", "never", "-m", "T",
 	    "L", "train.py" } },
 	{ { "python", "-O", "--", "train.py", "--", "x" },
-	  { "python", "-O", "-m", "torch.distributed.run", "L", "train.py", "--", "x" } },
+	  { "python", "-O", "-m", "T", "L", "train.py", "--", "x" } },
 	/* a module runs under the launcher's own -m */
 	{ { "python", "-m", "mypkg.train", "--epochs", "3" },
-	  { "python", "-m", "torch.distributed.run", "L", "-m", "mypkg.train", "--epochs", "3" } },
+	  { "python", "-m", "T", "L", "-m", "mypkg.train", "--epochs", "3" } },
 	{ { "python", "-u", "-mmypkg.train" },
-	  { "python", "-u", "-m", "torch.distributed.run", "L", "-m", "mypkg.train" } },
+	  { "python", "-u", "-m", "T", "L", "-m", "mypkg.train" } },
 	{ { "python", "-um", "mypkg.train", "x" },
-	  { "python", "-u", "-m", "torch.distributed.run", "L", "-m", "mypkg.train", "x" } },
+	  { "python", "-u", "-m", "T", "L", "-m", "mypkg.train", "x" } },
+	/* after env's assignments (the form vigil suggests for KEY=VALUE python ...) */
+	{ { "env", "A=1", "B=x y", "python3", "train.py" },
+	  { "env", "A=1", "B=x y", "python3", "-m", "T", "L", "train.py" } },
+	{ { "/usr/bin/env", "python", "-u", "train.py" },
+	  { "/usr/bin/env", "python", "-u", "-m", "T", "L", "train.py" } },
+	{ { "env", "-i", "python", "train.py" }, { NULL } },
+	{ { "env", "A=1" }, { NULL } },
+	{ { "env", "A=1", "python", "-m", "torch.distributed.run", "train.py" }, { NULL } },
 	/* already a distributed launch, or no script: as given */
 	{ { "python", "-m", "torch.distributed.launch", "--nproc_per_node=4", "train.py" }, { NULL } },
 	{ { "python", "-m", "torch.distributed.run", "train.py" }, { NULL } },
@@ -704,7 +713,8 @@ test_pytorch_argv(void **state)
 		"--master_addr=server1", "--master_port=2222" };
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(pytorch_cmds) / sizeof(pytorch_cmds[0]); i++) {
+	for (size_t i = 0; i < 2 * sizeof(pytorch_cmds) / sizeof(pytorch_cmds[0]); i++) {
+		const enum mode_torch t = i % 2 ? MODE_TORCH_RUN : MODE_TORCH_LAUNCH;
 		const char *want[MAXW + 8];
 		struct mode_launch l;
 		struct job j;
@@ -712,24 +722,30 @@ test_pytorch_argv(void **state)
 		char what[64];
 		size_t n = 0;
 
-		/* "L" stands for the launcher's arguments */
-		if (pytorch_cmds[i].want[0]) {
-			for (size_t k = 0; pytorch_cmds[i].want[k]; k++) {
-				if (strcmp(pytorch_cmds[i].want[k], "L") == 0) {
+		/* "L" stands for the launcher's arguments, "T" for its module */
+		if (pytorch_cmds[i / 2].want[0]) {
+			for (size_t k = 0; pytorch_cmds[i / 2].want[k]; k++) {
+				const char *w = pytorch_cmds[i / 2].want[k];
+
+				if (strcmp(w, "L") == 0) {
 					for (size_t m = 0; m < 5; m++)
 						want[n++] = launcher[m];
+				} else if (strcmp(w, "T") == 0) {
+					want[n++] = t == MODE_TORCH_RUN ? "torch.distributed.run"
+					                                : "torch.distributed.launch";
 				} else {
-					want[n++] = pytorch_cmds[i].want[k];
+					want[n++] = w;
 				}
 			}
 		} else {
-			for (size_t k = 0; pytorch_cmds[i].in[k]; k++)
-				want[n++] = pytorch_cmds[i].in[k];
+			for (size_t k = 0; pytorch_cmds[i / 2].in[k]; k++)
+				want[n++] = pytorch_cmds[i / 2].in[k];
 		}
 		want[n] = NULL;
-		job_init(&j, MODE_PYTORCH, 2, "nvidia", 4, 1, pytorch_cmds[i].in);
+		job_init(&j, MODE_PYTORCH, 2, "nvidia", 4, 1, pytorch_cmds[i / 2].in);
+		j.plan.torch_launcher = t;
 		assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
-		snprintf(what, sizeof(what), "pytorch_cmds[%zu]", i);
+		snprintf(what, sizeof(what), "pytorch_cmds[%zu] (%s)", i / 2, mode_torch_name(t));
 		assert_argv(l.argv, want, what);
 		mode_launch_free(&l);
 	}
@@ -762,9 +778,10 @@ test_horovod(void **state)
 				assert_string_equal(l.envp[i], "OMPI_MCA_orte_default_hostfile=/etc/mpi/hostfile");
 			assert_true(strncmp(l.envp[i], "PMIX_", 5) != 0);
 			assert_true(strncmp(l.envp[i], "PMI_", 4) != 0);
-			assert_true(strncmp(l.envp[i], "ORTE_", 5) != 0);
 		}
 		assert_string_equal(env_of(l.envp, "OPAL_PREFIX"), "/opt/ompi");
+		/* the manual's HYDRA_IFACE */
+		assert_string_equal(env_of(l.envp, "HYDRA_IFACE"), "eth0");
 		assert_string_equal(env_of(l.envp, "OMPIX"), "keep");
 		assert_string_equal(env_of(l.envp, "HYDRA_HOST_FILE"), "/etc/mpi/mpich_hostfile");
 		assert_string_equal(env_of(l.envp, "VIGIL_HOSTFILE"), "/etc/mpi/hostfile");
@@ -784,7 +801,7 @@ test_horovod(void **state)
 		mode_launch_free(&l);
 	}
 	for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
-		const char *c[] = { launchers[i], "-np", "8", "python", "train.py", NULL };
+		const char *c[] = { launchers[i], "-np", "8", "-H", "a:4,b:4", "python", "train.py", NULL };
 
 		job_init(&j, MODE_HOROVOD, 2, "nvidia", 4, 0, c);
 		assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
@@ -793,10 +810,202 @@ test_horovod(void **state)
 	}
 }
 
+/* "A command that contains mpirun is left unchanged": also behind env,
+ * in the manual's bash -c form, and in a shell script's later command. */
+static void
+test_horovod_contains_mpirun(void **state)
+{
+	static const char *const cmds[][8] = {
+		{ "bash", "-c", "mpirun -np 8 python train.py" },
+		{ "sh", "-ec", "cd /w && exec mpirun -np 8 python train.py" },
+		{ "bash", "-c", "KEY=VALUE /usr/bin/mpirun.openmpi -np 8 python train.py; echo done" },
+		{ "bash", "-lc", "echo x|tee y;(mpiexec -n 8 python train.py)" },
+		{ "bash", "-c", "'mpirun' -np 8 python t.py" },
+		{ "env", "X=1", "mpirun", "-np", "8", "python", "train.py" },
+		{ "nohup", "mpiexec.hydra", "-n", "8", "python", "train.py" },
+	};
+	static const char *const not_mpi[][6] = {
+		{ "python", "train.py", "--log", "mpirun.log" },
+		{ "bash", "-c", "python mpirunner.py" },
+		{ "python", "mpirun.py" },
+	};
+	struct mode_launch l;
+	struct job j;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		assert_true(mode_launches_mpi((char *const *)cmds[i]));
+		job_init(&j, MODE_HOROVOD, 2, "nvidia", 4, 0, cmds[i]);
+		assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+		assert_argv(l.argv, cmds[i], cmds[i][0]);
+		mode_launch_free(&l);
+	}
+	for (size_t i = 0; i < sizeof(not_mpi) / sizeof(not_mpi[0]); i++) {
+		if (mode_launches_mpi((char *const *)not_mpi[i]))
+			fail_msg("not_mpi[%zu] taken for an MPI launch", i);
+		job_init(&j, MODE_HOROVOD, 2, "nvidia", 4, 0, not_mpi[i]);
+		assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+		assert_string_equal(l.argv[0], "mpirun");
+		mode_launch_free(&l);
+	}
+}
+
+/* horovodrun without hosts would run on localhost only (its launch.py):
+ * it gets the hostfile; with hosts of its own, nothing is added. */
+static void
+test_horovodrun(void **state)
+{
+	static const char *const in[] = { "horovodrun", "-np", "8", "python", "train.py", NULL };
+	static const char *const want[] = { "horovodrun", "--hostfile=/etc/mpi/hostfile", "-np", "8",
+		"python", "train.py", NULL };
+	static const char *const given[] = { "horovodrun", "-np", "8", "--hostfile=h", "python", "t.py", NULL };
+	struct mode_launch l;
+	struct job j;
+	char err[256];
+
+	(void)state;
+	job_init(&j, MODE_HOROVOD, 2, "nvidia", 4, 0, in);
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_argv(l.argv, want, "horovodrun");
+	mode_launch_free(&l);
+	job_init(&j, MODE_HOROVOD, 2, "nvidia", 4, 0, given);
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_argv(l.argv, given, "horovodrun --hostfile");
+	mode_launch_free(&l);
+}
+
+/* HYDRA_IFACE: the manual's eth0, the plan's interface, or the site's own. */
+static void
+test_hydra_iface(void **state)
+{
+	static const char *const cmd[] = { "python", "train.py", NULL };
+	char *env[] = { (char *)"HYDRA_IFACE=ib0", NULL };
+	struct mode_launch l;
+	struct job j;
+	char err[256];
+
+	(void)state;
+	job_init(&j, MODE_HOROVOD, 2, NULL, 1, 1, cmd);
+	j.plan.iface = "eno1";
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_string_equal(env_of(l.envp, "HYDRA_IFACE"), "eno1");
+	mode_launch_free(&l);
+	j.plan.envp = env;
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_string_equal(env_of(l.envp, "HYDRA_IFACE"), "ib0");
+	mode_launch_free(&l);
+	/* other modes do not set it */
+	job_init(&j, MODE_PYTORCH, 2, NULL, 1, 1, cmd);
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_null(env_of(l.envp, "HYDRA_IFACE"));
+	mode_launch_free(&l);
+}
+
+/*
+ * The environment of a process that Open MPI 4.1.4's mpirun started
+ * (`mpirun -np 2 --mca btl_tcp_if_exclude lo,docker0 --oversubscribe env`
+ * as root on Debian 12) and of one MPICH 4.0's Hydra started: what is the
+ * job's identity goes, the user's and the site's settings stay.
+ */
+static void
+test_job_identity(void **state)
+{
+	static const char *const identity[] = {
+		"OMPI_APP_CTX_NUM_PROCS=2", "OMPI_ARGV=-c env", "OMPI_COMMAND=sh",
+		"OMPI_COMM_WORLD_LOCAL_RANK=0", "OMPI_COMM_WORLD_LOCAL_SIZE=2",
+		"OMPI_COMM_WORLD_NODE_RANK=0", "OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2",
+		"OMPI_FILE_LOCATION=/tmp/ompi.vm.0/pid.12497/0/0", "OMPI_FIRST_RANKS=0",
+		"OMPI_MCA_ess=^singleton", "OMPI_MCA_ess_base_jobid=1546584065",
+		"OMPI_MCA_ess_base_vpid=0", "OMPI_MCA_initial_wdir=/tmp", "OMPI_MCA_mpi_oversubscribe=0",
+		"OMPI_MCA_orte_app_num=0", "OMPI_MCA_orte_bound_at_launch=1",
+		"OMPI_MCA_orte_ess_node_rank=0", "OMPI_MCA_orte_ess_num_procs=2",
+		"OMPI_MCA_orte_hnp_uri=1546584064.0;tcp://192.0.2.2:52521",
+		"OMPI_MCA_orte_jobfam_session_dir=/tmp/ompi.vm.0/pid.12497", "OMPI_MCA_orte_launch=1",
+		"OMPI_MCA_orte_local_daemon_uri=1546584064.0;tcp://192.0.2.2:52521",
+		"OMPI_MCA_orte_num_nodes=1", "OMPI_MCA_orte_precondition_transports=8350c9c6-af4c7ffa",
+		"OMPI_MCA_orte_top_session_dir=/tmp/ompi.vm.0", "OMPI_MCA_pmix=^s1,s2,cray,isolated",
+		"OMPI_MCA_shmem_RUNTIME_QUERY_hint=mmap", "OMPI_NUM_APP_CTX=1", "OMPI_UNIVERSE_SIZE=2",
+		"PMIX_BFROP_BUFFER_TYPE=PMIX_BFROP_BUFFER_NON_DESC", "PMIX_GDS_MODULE=ds21,ds12,hash",
+		"PMIX_HOSTNAME=vm", "PMIX_ID=1546584065.0", "PMIX_NAMESPACE=1546584065", "PMIX_RANK=0",
+		"PMIX_SECURITY_MODE=native", "PMIX_SERVER_TMPDIR=/tmp/ompi.vm.0/pid.12497",
+		"PMIX_SERVER_URI41=pmix-server.12497;tcp4://127.0.0.1:39117", "PMIX_SYSTEM_TMPDIR=/tmp",
+		"PMIX_VERSION=4.2.2rc2",
+		/* MPICH's Hydra */
+		"HYDI_CONTROL_FD=7", "MPIR_CVAR_CH3_INTERFACE_HOSTNAME=vm", "MPI_LOCALNRANKS=2",
+		"MPI_LOCALRANKID=0", "PMI_FD=6", "PMI_RANK=0", "PMI_SIZE=2",
+	};
+	static const char *const settings[] = {
+		"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+		"OMPI_MCA_btl_tcp_if_exclude=lo,docker0", "OMPI_MCA_rmaps_base_oversubscribe=1",
+		"OMPI_MCA_plm_rsh_agent=/usr/local/bin/rsh-agent", "OMPI_MCA_btl=self,vader,tcp",
+		"OMPI_MCA_orte_default_hostfile=/etc/mpi/hostfile", "OMPI_MCA_orte_keep_fqdn_hostnames=1",
+		"OMPI_MCA_orte_tmpdir_base=/scratch", "OMPI_MCA_essential=1", "OMPI_MCA_pmix_base_verbose=5",
+		"PMIX_MCA_gds=hash", "PMIX_MCA_mca_base_component_show_load_errors=1",
+		"MPIR_CVAR_CH4_NETMOD=ofi", "OPAL_PREFIX=/opt/ompi", "HFI_NO_BACKTRACE=1",
+		"IPATH_NO_BACKTRACE=1", "SLURM_JOB_ID=42", "SLURM_PROCID=0", "HYDRA_IFACE=ib0",
+		"OMPI", "PMIX", "MPI_HOME=/opt/mpi",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(identity) / sizeof(identity[0]); i++)
+		if (!mode_is_job_identity(identity[i]))
+			fail_msg("%s is the outer job's identity", identity[i]);
+	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
+		if (mode_is_job_identity(settings[i]))
+			fail_msg("%s is a setting, not identity", settings[i]);
+}
+
+/* Every mode: no agent MPI identity in the training's environment, so
+ * MPI_Init there runs as a singleton; the settings stay. */
+static void
+test_identity_every_mode(void **state)
+{
+	static const char *const cmd[] = { "./train", NULL };
+	char *env[] = { (char *)"OMPI_COMM_WORLD_RANK=1", (char *)"OMPI_MCA_ess=^singleton",
+		(char *)"OMPI_MCA_orte_hnp_uri=1.0;tcp://10.0.0.1:4000", (char *)"PMIX_RANK=1",
+		(char *)"PMI_RANK=1", (char *)"OMPI_ALLOW_RUN_AS_ROOT=1",
+		(char *)"OMPI_MCA_btl_tcp_if_exclude=lo,docker0", (char *)"HOME=/h", NULL };
+	struct mode_launch l;
+	struct job j;
+	char err[256];
+
+	(void)state;
+	for (int m = MODE_SINGLE; m <= MODE_TENSORFLOW; m++) {
+		job_init(&j, (enum mode)m, m == MODE_SINGLE ? 1 : 2, NULL, 1, 0, cmd);
+		j.plan.envp = env;
+		assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+		for (size_t i = 0; l.envp[i]; i++)
+			if (mode_is_job_identity(l.envp[i]))
+				fail_msg("%s mode keeps %s", mode_name((enum mode)m), l.envp[i]);
+		assert_string_equal(env_of(l.envp, "OMPI_ALLOW_RUN_AS_ROOT"), "1");
+		assert_string_equal(env_of(l.envp, "OMPI_MCA_btl_tcp_if_exclude"), "lo,docker0");
+		assert_string_equal(env_of(l.envp, "HOME"), "/h");
+		mode_launch_free(&l);
+	}
+}
+
+/*
+ * DeepSpeed's no-SSH mode, as its getting-started tutorial documents it
+ * ("Launching without passwordless SSH"): every node runs `deepspeed
+ * --hostfile=FILE --no_ssh --node_rank=R --master_addr=A --master_port=P
+ * SCRIPT ARGS`, and together they are one job of every slot in the
+ * hostfile.  DeepSpeed is not packaged in Debian: this checks the command
+ * against that documented contract.
+ */
 static void
 test_deepspeed(void **state)
 {
-	static const char *const cmd[] = { "deepspeed", "train.py", NULL };
+	static const char *const cmd[] = { "deepspeed", "train.py", "--deepspeed",
+		"--deepspeed_config", "ds_config.json", NULL };
+	static const char *const want[] = { "deepspeed", "--hostfile=/scratch/job/hostfile",
+		"--no_ssh", "--node_rank=2", "--master_addr=server1", "--master_port=2222",
+		"train.py", "--deepspeed", "--deepspeed_config", "ds_config.json", NULL };
+	static const char *const own[] = { "python", "train.py", NULL };
+	static const char *const ds[] = { "/opt/bin/ds", "--num_gpus=2", "t.py", NULL };
+	static const char *const ds_want[] = { "/opt/bin/ds", "--hostfile=/scratch/job/hostfile",
+		"--no_ssh", "--node_rank=2", "--master_addr=server1", "--master_port=2222",
+		"--num_gpus=2", "t.py", NULL };
 	struct mode_launch l;
 	struct job j;
 	char err[256];
@@ -807,21 +1016,176 @@ test_deepspeed(void **state)
 	j.plan.hostfile = "/scratch/job/hostfile";
 	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
 	assert_true(l.run);
-	assert_argv(l.argv, cmd, "deepspeed");
-	assert_int_equal(l.nfiles, 1);
+	assert_argv(l.argv, want, "deepspeed");
+	/* the job's own hostfile, and DeepSpeed's default place when safe */
+	assert_int_equal(l.nfiles, 2);
 	assert_string_equal(l.files[0].path, "/scratch/job/hostfile");
+	assert_false(l.files[0].optional);
 	assert_string_equal(l.files[0].content, "server1 slots=8\nserver2 slots=8\nserver3 slots=2\n");
+	assert_string_equal(l.files[1].path, "/job/hostfile");
+	assert_true(l.files[1].optional);
+	assert_string_equal(l.files[1].content, l.files[0].content);
 	assert_string_equal(env_of(l.envp, "VIGIL_HOSTFILE"), "/scratch/job/hostfile");
-	/* the launcher starts the processes: the outer job's variables stay */
-	assert_string_equal(env_of(l.envp, "OMPI_COMM_WORLD_RANK"), "2");
+	assert_null(env_of(l.envp, "OMPI_COMM_WORLD_RANK"));
 	mode_launch_free(&l);
+
+	/* DeepSpeed's other name for its runner */
+	job_init(&j, MODE_DEEPSPEED, 3, "nvidia", 8, 2, ds);
+	j.plan.hostfile = "/scratch/job/hostfile";
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_argv(l.argv, ds_want, "ds");
+	mode_launch_free(&l);
+
+	/* the hostfile already at /job/hostfile: written once */
+	job_init(&j, MODE_DEEPSPEED, 3, "nvidia", 8, 2, own);
+	j.plan.hostfile = "/job/hostfile";
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_int_equal(l.nfiles, 1);
+	assert_false(l.files[0].optional);
+	/* not the DeepSpeed launcher: as given */
+	assert_argv(l.argv, own, "deepspeed mode, own command");
+	mode_launch_free(&l);
+}
+
+/* The manual's torchrun example runs as printed: vigil's variables in the
+ * command's words take this node's values. */
+static void
+test_expand(void **state)
+{
+	static const char *const cmd[] = { "torchrun", "--nnodes", "${WORLD_SIZE}",
+		"--nproc_per_node", "${SLOTS}", "--node_rank", "${RANK}", "--master_addr",
+		"${MASTER_ADDR}", "--master_port", "${MASTER_PORT}", "/w/train.py",
+		"--out=ckpt.$RANK.pt", "$RANKS", "${RANK", "$", "${HOME}", "$$RANK", "a$SLOTS$RANK", NULL };
+	static const char *const want[] = { "torchrun", "--nnodes", "4", "--nproc_per_node", "8",
+		"--node_rank", "2", "--master_addr", "server1", "--master_port", "2222", "/w/train.py",
+		"--out=ckpt.2.pt", "$RANKS", "${RANK", "$", "${HOME}", "$2", "a82", NULL };
+	struct mode_launch l;
+	struct job j;
+	char err[256];
+
+	(void)state;
+	for (int m = MODE_SINGLE; m <= MODE_TENSORFLOW; m++) {
+		if (m == MODE_HOROVOD || m == MODE_SINGLE)
+			continue;
+		job_init(&j, (enum mode)m, 4, "nvidia", 8, 2, cmd);
+		assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+		assert_argv(l.argv, want, mode_name((enum mode)m));
+		mode_launch_free(&l);
+	}
+}
+
+/* A node with boards of several vendors (the bare-PCI synthetic node:
+ * NVIDIA, AMD, AMD, NVIDIA, NVIDIA in slot order): each visible-device
+ * variable lists its own vendor's boards. */
+static void
+test_mixed_vendors(void **state)
+{
+	static const char *const cmd[] = { "./train", NULL };
+	static const char *const vendors[] = { "nvidia", "amd", "amd", "nvidia", "nvidia" };
+	char *env[] = { (char *)"ROCR_VISIBLE_DEVICES=1", NULL };
+	struct mode_launch l;
+	struct job j;
+	char err[256];
+
+	(void)state;
+	job_init(&j, MODE_SINGLE, 1, "nvidia", 5, 0, cmd);
+	j.plan.slot_vendors = vendors;
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_string_equal(env_of(l.envp, "CUDA_VISIBLE_DEVICES"), "0,1,2");
+	assert_string_equal(env_of(l.envp, "ROCR_VISIBLE_DEVICES"), "0,1");
+	assert_null(env_of(l.envp, "MLU_VISIBLE_DEVICES"));
+	assert_string_equal(env_of(l.envp, "SLOTS"), "5");
+	mode_launch_free(&l);
+
+	/* a preset list of one vendor is kept and counted as it is */
+	j.plan.envp = env;
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_string_equal(env_of(l.envp, "CUDA_VISIBLE_DEVICES"), "0,1,2");
+	assert_string_equal(env_of(l.envp, "ROCR_VISIBLE_DEVICES"), "1");
+	assert_string_equal(env_of(l.envp, "SLOTS"), "4");
+	mode_launch_free(&l);
+}
+
+/* PyTorch mode and a python command inside a shell's script: warned, with
+ * the form that keeps the launcher; not when the script has one. */
+static void
+test_pytorch_shell(void **state)
+{
+	static const char *const plain[] = { "bash", "-c", "KEY=1 python3 train.py && python3 eval.py", NULL };
+	static const char *const has[] = { "bash", "-c",
+		"python -m torch.distributed.launch --nproc_per_node=$SLOTS t.py && python e.py", NULL };
+	static const char *const run[] = { "sh", "-c", "torchrun --nnodes $WORLD_SIZE t.py", NULL };
+	static const char *const none[] = { "bash", "-c", "./train.sh", NULL };
+	struct mode_launch l;
+	struct job j;
+	char err[256];
+
+	(void)state;
+	job_init(&j, MODE_PYTORCH, 2, NULL, 1, 0, plain);
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_non_null(l.warning);
+	assert_non_null(strstr(l.warning, "python -m torch.distributed.launch --nproc_per_node=$SLOTS "
+	                                  "--nnodes=$WORLD_SIZE --node_rank=$RANK"));
+	assert_non_null(strstr(l.warning, "env KEY=VALUE python"));
+	mode_launch_free(&l);
+	job_init(&j, MODE_PYTORCH, 2, NULL, 1, 0, has);
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_null(l.warning);
+	mode_launch_free(&l);
+	job_init(&j, MODE_PYTORCH, 2, NULL, 1, 0, run);
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_null(l.warning);
+	mode_launch_free(&l);
+	job_init(&j, MODE_PYTORCH, 2, NULL, 1, 0, none);
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_null(l.warning);
+	mode_launch_free(&l);
+	/* other modes run shells as given, silently */
+	job_init(&j, MODE_SINGLE, 1, NULL, 1, 0, plain);
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_null(l.warning);
+	mode_launch_free(&l);
+}
+
+/* Debian 12's torch 1.13 on Python 3.11 needs PET_REDIRECTS and PET_TEE
+ * (a value other than its default "0") for torch.distributed.run to start;
+ * the user's own values win. */
+static void
+test_torch_workaround(void **state)
+{
+	static const char *const cmd[] = { "python", "train.py", NULL };
+	char *env[] = { (char *)"PET_TEE=1", NULL };
+	enum mode_torch t = MODE_TORCH_RUN;
+	struct mode_launch l;
+	struct job j;
+	char err[256];
+
+	(void)state;
+	job_init(&j, MODE_PYTORCH, 2, NULL, 1, 0, cmd);
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_string_equal(env_of(l.envp, "PET_REDIRECTS"), "9:1");
+	assert_string_equal(env_of(l.envp, "PET_TEE"), "9:1");
+	mode_launch_free(&l);
+	j.plan.envp = env;
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_string_equal(env_of(l.envp, "PET_TEE"), "1");
+	mode_launch_free(&l);
+
+	assert_int_equal(mode_torch_parse("launch", &t), 0);
+	assert_int_equal(t, MODE_TORCH_LAUNCH);
+	assert_int_equal(mode_torch_parse("run", &t), 0);
+	assert_int_equal(t, MODE_TORCH_RUN);
+	assert_int_equal(mode_torch_parse("torchrun", &t), -EINVAL);
+	assert_int_equal(mode_torch_parse(NULL, &t), -EINVAL);
+	assert_string_equal(mode_torch_name(MODE_TORCH_LAUNCH), "launch");
+	assert_string_equal(mode_torch_name(MODE_TORCH_RUN), "run");
 }
 
 static void
 test_describe(void **state)
 {
 	static const char *const cmd[] = { "python", "it's.py", NULL };
-	char *env[] = { (char *)"HOME=/h", (char *)"OMPI_X=1", (char *)"PMIX_Y=2", (char *)"OMPI_X=3",
+	char *env[] = { (char *)"HOME=/h", (char *)"PMIX_Z=1", (char *)"PMIX_Y=2", (char *)"PMIX_Z=3",
 		(char *)"A=1", NULL };
 	struct mode_launch l;
 	struct job j;
@@ -840,6 +1204,7 @@ test_describe(void **state)
 	assert_int_equal(fclose(f), 0);
 	assert_string_equal(text,
 		"env: HYDRA_HOST_FILE=/etc/mpi/mpich_hostfile\n"
+		"env: HYDRA_IFACE=eth0\n"
 		"env: MASTER_ADDR=server1\n"
 		"env: MASTER_PORT=2222\n"
 		"env: OMPI_MCA_orte_default_hostfile=/etc/mpi/hostfile\n"
@@ -850,8 +1215,8 @@ test_describe(void **state)
 		"env: VIGIL_NODE_RANK=0\n"
 		"env: VIGIL_WORLD_SIZE=1\n"
 		"env: WORLD_SIZE=1\n"
-		"unset: OMPI_X\n"
 		"unset: PMIX_Y\n"
+		"unset: PMIX_Z\n"
 		"file: /etc/mpi/hostfile\n"
 		"  server1 slots=1\n"
 		"file: /etc/mpi/mpich_hostfile\n"
@@ -1049,6 +1414,49 @@ test_write_files_fail(void **state)
 	assert_string_equal(names, "regular");
 }
 
+/* DeepSpeed's /job/hostfile: written into a directory vigil creates or
+ * that is private to the caller; skipped, without failing, elsewhere. */
+static void
+test_write_optional(void **state)
+{
+	struct tmp *d = *state;
+	char job[PATH_MAX + 32], opt[PATH_MAX + 64], req[PATH_MAX + 32], names[256];
+	struct mode_launch l = { 0 };
+	char err[PATH_MAX + 128] = "";
+	char *got;
+
+	snprintf(req, sizeof(req), "%s/hostfile", d->dir);
+	snprintf(job, sizeof(job), "%s/job", d->dir);
+	snprintf(opt, sizeof(opt), "%s/job/hostfile", d->dir);
+	l.files[0].path = req;
+	l.files[0].content = (char *)"server1 slots=2\n";
+	l.files[1].path = opt;
+	l.files[1].content = (char *)"server1 slots=2\n";
+	l.files[1].optional = true;
+	l.nfiles = 2;
+
+	/* absent: created, written */
+	assert_int_equal(mode_write_files(&l, err, sizeof(err)), 0);
+	got = slurp(opt, 256, NULL);
+	assert_string_equal(got, "server1 slots=2\n");
+	free(got);
+	assert_int_equal(unlink(opt), 0);
+
+	/* writable by others: not written, and the job goes on */
+	assert_int_equal(chmod(job, 0777), 0);
+	assert_int_equal(mode_write_files(&l, err, sizeof(err)), 0);
+	assert_int_equal(access(opt, F_OK), -1);
+	assert_int_equal(access(req, F_OK), 0);
+	assert_int_equal(rmdir(job), 0);
+
+	/* a symbolic link where the directory should be: not followed */
+	assert_int_equal(symlink(d->dir, job), 0);
+	assert_int_equal(mode_write_files(&l, err, sizeof(err)), 0);
+	assert_int_equal(unlink(job), 0);
+	list_dir(d->dir, names, sizeof(names));
+	assert_string_equal(names, "hostfile");
+}
+
 int
 main(void)
 {
@@ -1063,10 +1471,20 @@ main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_pytorch_argv),
 		cmocka_unit_test(test_horovod),
+		cmocka_unit_test(test_horovod_contains_mpirun),
+		cmocka_unit_test(test_horovodrun),
+		cmocka_unit_test(test_hydra_iface),
+		cmocka_unit_test(test_job_identity),
+		cmocka_unit_test(test_identity_every_mode),
 		cmocka_unit_test(test_deepspeed),
+		cmocka_unit_test(test_expand),
+		cmocka_unit_test(test_mixed_vendors),
+		cmocka_unit_test(test_pytorch_shell),
+		cmocka_unit_test(test_torch_workaround),
 		cmocka_unit_test(test_describe),
 		cmocka_unit_test_setup_teardown(test_write_files, tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_write_files_fail, tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_write_optional, tmp_setup, tmp_teardown),
 	};
 	const size_t ndirect = sizeof(direct) / sizeof(direct[0]);
 	struct CMUnitTest tests[sizeof(direct) / sizeof(direct[0]) + NSCEN];
