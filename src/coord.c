@@ -91,6 +91,8 @@ struct cnode {
 	int exit_code, signal, agent_signal;
 	double seconds;
 	char *error;         /* could not start: why */
+	bool ckpt, ckpt_confirmed;  /* the checkpoint signal was sent; a save was seen */
+	char *ckpt_why;
 	char **tail;         /* last stderr lines, kept for failures only */
 	int ntail;
 };
@@ -190,6 +192,9 @@ clear_result(struct coord *c, struct cnode *n)
 	free_tail(n);
 	free(n->error);
 	n->error = NULL;
+	free(n->ckpt_why);
+	n->ckpt_why = NULL;
+	n->ckpt = n->ckpt_confirmed = false;
 	n->reported = n->lost;
 	n->have_result = false;
 	n->idle = false;
@@ -377,6 +382,7 @@ coord_free(struct coord *c)
 		free(c->nodes[r].host);
 		free(c->nodes[r].addr);
 		free(c->nodes[r].error);
+		free(c->nodes[r].ckpt_why);
 		free_tail(&c->nodes[r]);
 	}
 	free(c->nodes);
@@ -641,6 +647,10 @@ record_result(struct coord *c, struct cnode *n, const struct msg_result *r)
 	n->seconds = r->seconds;
 	free(n->error);
 	n->error = r->error ? strdup(r->error) : NULL;
+	n->ckpt = r->ckpt;
+	n->ckpt_confirmed = r->ckpt_confirmed;
+	free(n->ckpt_why);
+	n->ckpt_why = r->ckpt && r->ckpt_why ? strdup(r->ckpt_why) : NULL;
 	if ((r->exit_code || r->error) && r->ntail > 0 && c->ntails < TAILS_KEPT) {
 		n->tail = calloc((size_t)r->ntail, sizeof(*n->tail));
 		for (int i = 0; n->tail && i < r->ntail; i++)
@@ -1326,6 +1336,26 @@ say_start_errors(struct coord *c)
 	}
 }
 
+/* Trainings told to save that gave no evidence of it (ckpt.h). */
+static void
+say_unconfirmed(struct coord *c)
+{
+	for (int r = 0; r < c->n; r++) {
+		const struct cnode *n = &c->nodes[r];
+		char msg[400];
+		cJSON *d;
+
+		if (!n->have_result || !n->ckpt || n->ckpt_confirmed)
+			continue;
+		snprintf(msg, sizeof(msg), "checkpoint not confirmed on %s (rank %d): %s", n->host, r,
+		         n->ckpt_why ? n->ckpt_why : "no evidence of a save");
+		say(c, "vigil: %s", msg);
+		d = cJSON_CreateObject();
+		cJSON_AddBoolToObject(d, "confirmed", false);
+		event(c, r, VIGIL_EVENT_CHECKPOINT, VIGIL_SEVERITY_WARNING, msg, d);
+	}
+}
+
 /* 调试终端: where to look, while the allocation is held. */
 static void
 say_hold(struct coord *c)
@@ -1357,6 +1387,7 @@ coord_finish(struct coord *c, int cycles, double now)
 	if (c->phase != COORD_FINISHING)
 		return;
 	say_start_errors(c);
+	say_unconfirmed(c);
 	final_line(c, state, code, now, msg, sizeof(msg));
 	say(c, "vigil: %s", msg);
 	cJSON_AddStringToObject(d, "state", state);
@@ -1441,6 +1472,35 @@ first_failure_json(const struct coord *c, cJSON *r)
 		cJSON_AddItemToObject(ff, "stderr_tail", tail_json(n));
 }
 
+/* "checkpoint": which nodes' trainings were told to save, and which gave no evidence. */
+static void
+checkpoint_json(const struct coord *c, cJSON *r)
+{
+	cJSON *ck = NULL, *conf = NULL, *unconf = NULL;
+
+	for (int k = 0; k < c->n; k++) {
+		const struct cnode *n = &c->nodes[k];
+		cJSON *x;
+
+		if (!n->have_result || !n->ckpt)
+			continue;
+		if (!ck) {
+			ck = cJSON_AddObjectToObject(r, "checkpoint");
+			conf = cJSON_AddArrayToObject(ck, "confirmed");
+			unconf = cJSON_AddArrayToObject(ck, "not_confirmed");
+		}
+		if (n->ckpt_confirmed) {
+			cJSON_AddItemToArray(conf, cJSON_CreateString(coord_host(c, k)));
+			continue;
+		}
+		x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "node", coord_host(c, k));
+		cJSON_AddNumberToObject(x, "rank", k);
+		cJSON_AddStringToObject(x, "why", n->ckpt_why ? n->ckpt_why : "");
+		cJSON_AddItemToArray(unconf, x);
+	}
+}
+
 cJSON *
 coord_report(const struct coord *c, double now)
 {
@@ -1466,6 +1526,7 @@ coord_report(const struct coord *c, double now)
 	cJSON_AddItemToObject(r, "attempts", cJSON_Duplicate(c->attempts, 1));
 	cJSON_AddNumberToObject(r, "resumes", c->o.resumes_done);
 	first_failure_json(c, r);
+	checkpoint_json(c, r);
 	return r;
 }
 

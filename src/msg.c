@@ -5,7 +5,8 @@
  *   plan     {"go", "exit_code"?, "message"?, "master_addr"?, "master_port"?,
  *             "job", "finalize", "nodes": [{"host", "addr", "slots"}], "members": [r]}
  *   result   {"node", "attempt", "idle", "seconds", "exit_code", "signal"?,
- *             "agent_signal"?, "error"?, "stderr_tail": [lines]}
+ *             "agent_signal"?, "error"?, "checkpoint"?: {"confirmed", "why"},
+ *             "stderr_tail": [lines]}
  *   command  {"command": "stop"|"checkpoint"|"restart"|"perf", "reason"?,
  *             "attempt"?, "master_addr"?, "master_port"?, "members"?: [r]}
  *   final    {"exit_code", "state", "finalize", "hold"?, "cycles"}
@@ -148,6 +149,16 @@ encode_result(cJSON *o, const struct msg_result *r, bool *ok)
 	if (r->agent_signal)
 		put_num(o, "agent_signal", r->agent_signal, ok);
 	put_str(o, "error", r->error, ok);
+	if (r->ckpt) {
+		cJSON *ck = cJSON_AddObjectToObject(o, "checkpoint");
+
+		if (!ck)
+			*ok = false;
+		else {
+			put_bool(ck, "confirmed", r->ckpt_confirmed, ok);
+			put_str(ck, "why", r->ckpt_why ? r->ckpt_why : "", ok);
+		}
+	}
 	tail = cJSON_AddArrayToObject(o, "stderr_tail");
 	if (!tail)
 		*ok = false;
@@ -349,7 +360,7 @@ decode_plan(const cJSON *o, int nranks, struct msg_plan *p)
 static int
 decode_result(const cJSON *o, struct msg_result *r)
 {
-	const cJSON *tail = cJSON_GetObjectItemCaseSensitive(o, "stderr_tail"), *x;
+	const cJSON *tail = cJSON_GetObjectItemCaseSensitive(o, "stderr_tail"), *x, *ck;
 	double secs;
 	int rc, i = 0;
 
@@ -364,6 +375,13 @@ decode_result(const cJSON *o, struct msg_result *r)
 	if (json_get_num(o, "seconds", 0, SECONDS_MAX, &secs) < 0)
 		return -EINVAL;
 	r->seconds = secs;
+	ck = cJSON_GetObjectItemCaseSensitive(o, "checkpoint");
+	if (ck) {
+		r->ckpt = true;
+		if ((rc = get_bool(ck, "confirmed", true, &r->ckpt_confirmed)) < 0 ||
+		    (rc = get_strdup(ck, "why", true, &r->ckpt_why)) < 0)
+			return rc;
+	}
 	if (!cJSON_IsArray(tail) || cJSON_GetArraySize(tail) > TAIL_MAX)
 		return -EINVAL;
 	r->ntail = cJSON_GetArraySize(tail);
@@ -527,6 +545,7 @@ msg_clear(struct msg *m)
 	case MSG_RESULT:
 		xfree(m->u.result.node);
 		xfree(m->u.result.error);
+		xfree(m->u.result.ckpt_why);
 		free_strv(m->u.result.tail, m->u.result.ntail);
 		break;
 	case MSG_COMMAND:

@@ -79,6 +79,9 @@ struct msg_result {
 	int signal;        /* the signal that ended the training, or 0 */
 	int agent_signal;  /* TERM/INT/HUP/QUIT the agent received, or 0 */
 	const char *error;       /* could not start: why; NULL when it started */
+	bool ckpt;               /* the checkpoint signal was sent in this attempt */
+	bool ckpt_confirmed;     /* ... and the training gave the evidence of a save */
+	const char *ckpt_why;    /* the verdict's reason (ckpt.h); NULL without ckpt */
 	const char **tail;       /* the training's last stderr lines, oldest first */
 	int ntail;
 };

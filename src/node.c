@@ -16,6 +16,7 @@
 
 #include "vigil.h"
 #include "child.h"
+#include "ckpt.h"
 #include "inspect.h"
 #include "linebuf.h"
 #include "log.h"
@@ -74,6 +75,14 @@ struct node {
 	int ntail, tailnext;
 	bool said_lost;
 
+	/* the checkpoint's evidence (--ckpt-confirm) */
+	struct ckpt_confirm *confirm;
+	bool verdict_given, confirmed;
+	char confirm_why[200];
+
+	const char **slot_vendors;    /* each slot's vendor, for the visible-device lists */
+	bool said_warning;
+
 	/* heartbeats and the inspection */
 	bool started, quiet;
 	struct loop_timer *beat_timer, *inspect_timer;
@@ -102,6 +111,21 @@ send_msg(struct node *n, struct msg *m)
 	free(text);
 }
 
+/* Was the checkpoint saved?  Once per attempt: at the end of the grace, or at the exit. */
+static void
+judge_checkpoint(struct node *n, bool exited)
+{
+	if (!n->ckpt_sent || n->verdict_given)
+		return;
+	n->verdict_given = true;
+	n->confirmed = ckpt_confirm_verdict(n->confirm, exited,
+	                                    exited ? child_wait_status(n->child) : 0,
+	                                    n->ro->ckpt_signal, n->confirm_why,
+	                                    sizeof(n->confirm_why));
+	if (!n->confirmed)
+		LOG_WARN("checkpoint not confirmed: %s", n->confirm_why);
+}
+
 /* How this attempt's training ended (or that this node ran none), once. */
 static void
 send_result(struct node *n, bool idle)
@@ -128,6 +152,12 @@ send_result(struct node *n, bool idle)
 		r->exit_code = child_exit_code(st);
 		if (WIFSIGNALED(st))
 			r->signal = WTERMSIG(st);
+	}
+	if (n->ckpt_sent) {
+		judge_checkpoint(n, n->exited);
+		r->ckpt = true;
+		r->ckpt_confirmed = n->confirmed;
+		r->ckpt_why = n->confirm_why;
 	}
 	for (int i = 0; i < n->ntail; i++)
 		tail[i] = n->tail[(n->tailnext - n->ntail + i + TAIL_LINES) % TAIL_LINES];
@@ -161,6 +191,8 @@ out_line(const char *line, size_t len, bool truncated, void *arg)
 	struct node *n = arg;
 
 	(void)truncated;
+	if (n->ckpt_sent && !n->verdict_given)
+		(void)ckpt_confirm_line(n->confirm, line, len);
 	if (n->ops.line)
 		n->ops.line(n->ops.arg, line, len);
 }
@@ -377,6 +409,7 @@ on_ckpt_grace(struct loop *l, void *arg)
 	(void)l;
 	n->ckpt_timer = NULL;
 	if (n->child && !n->exited) {
+		judge_checkpoint(n, false);
 		LOG_WARN("the training did not exit within %.0f s of the checkpoint signal: "
 		         "stopping it", n->ro->grace_s);
 		stop_after(n, SIGTERM, STOP_AFTER_CKPT_MS);
@@ -392,6 +425,7 @@ checkpoint(struct node *n)
 		return;
 	n->ckpt_sent = true;
 	LOG_INFO("checkpoint: %s to the training", sig_name(n->ro->ckpt_signal));
+	ckpt_confirm_start(n->confirm);
 	(void)child_signal(n->child, n->ro->ckpt_signal);
 	n->ckpt_timer = loop_add_timer(n->loop, (long)(n->ro->grace_s * 1000), on_ckpt_grace, n);
 }
@@ -590,7 +624,7 @@ build_launch(struct node *n, char *err, size_t errlen)
 {
 	char hostfile[4096], mpich[4096], dir[3900];
 	struct mode_plan mp = { 0 };
-	int me = -1;
+	int me = -1, rc;
 
 	mode_launch_free(&n->launch);
 	free(n->mnodes);
@@ -628,7 +662,14 @@ build_launch(struct node *n, char *err, size_t errlen)
 	mp.mpich_hostfile = mpich;
 	mp.argv = n->ro->cmd;
 	mp.envp = environ;
-	return mode_build(&mp, &n->launch, err, errlen);
+	mp.slot_vendors = n->slot_vendors;
+	mp.torch_launcher = n->ro->torch_launcher;
+	rc = mode_build(&mp, &n->launch, err, errlen);
+	if (rc == 0 && n->launch.warning && n->o.rank == 0 && !n->said_warning) {
+		LOG_WARN("%s", n->launch.warning);
+		n->said_warning = true;
+	}
+	return rc;
 }
 
 static int
@@ -640,6 +681,7 @@ start_training(struct node *n)
 		/* Under mpirun our stdout is usually a terminal, so the training
 		 * gets one too and line-buffers its prints as it would at a shell. */
 		.pty_stdout = pty ? strcmp(pty, "0") != 0 : isatty(STDOUT_FILENO),
+		.cgroup = n->o.cgroup,
 	};
 	int rc;
 
@@ -737,11 +779,13 @@ restart(struct node *n, const struct msg_command *c)
 			close_child_fd(n, n->cout);
 		if (n->cerr >= 0)
 			close_child_fd(n, n->cerr);
-		(void)child_signal(n->child, SIGKILL);
+		(void)child_kill_tree(n->child);
 		child_free(n->child);
 		n->child = NULL;
 	}
 	n->exited = n->stopping = n->ckpt_sent = n->result_sent = false;
+	n->verdict_given = n->confirmed = false;
+	n->confirm_why[0] = '\0';
 	n->agent_signal = 0;
 	n->start_error[0] = '\0';
 	for (int i = 0; i < TAIL_LINES; i++) {
@@ -861,10 +905,15 @@ node_new(const struct node_opts *o, struct loop *l, const struct node_ops *ops)
 	n->ops = *ops;
 	n->cout = n->cerr = -1;
 	n->name = strdup(o->name ? o->name : "?");
-	if (!n->name) {
-		free(n);
+	n->slot_vendors = calloc(o->nslots + 1, sizeof(*n->slot_vendors));
+	if (!n->name || !n->slot_vendors ||
+	    ckpt_confirm_new(n->ro->ckpt_confirm, &n->confirm, NULL, 0) < 0) {
+		node_free(n);
+		errno = ENOMEM;  /* the spec was checked with the options */
 		return NULL;
 	}
+	for (size_t i = 0; i < o->nslots; i++)
+		n->slot_vendors[i] = slot_vendor_name(o->slots[i].vendor);
 	return n;
 }
 
@@ -930,9 +979,13 @@ node_free(struct node *n)
 {
 	if (!n)
 		return;
-	if (n->child && !n->exited)
-		(void)child_signal(n->child, SIGKILL);
+	/* nothing of the training outlives the agent: every process of it,
+	 * in its group or not (torch workers in sessions of their own) */
+	if (n->child)
+		(void)child_kill_tree(n->child);
 	child_free(n->child);
+	ckpt_confirm_free(n->confirm);
+	free(n->slot_vendors);
 	output_free(n->out);
 	output_free(n->err);
 	linebuf_free(n->errlines);

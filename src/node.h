@@ -51,6 +51,8 @@ struct node_opts {
 	const char *vendor;           /* the slots' vendor, NULL on a CPU node */
 	const struct slot *slots;     /* this node's slots (copied for the inspection) */
 	size_t nslots;
+	const char *cgroup;           /* a cgroup v2 directory delegated to the agent
+	                               * (child_cgroup_find()), NULL: none */
 };
 
 /* NULL with errno on failure.  Starts nothing yet. */

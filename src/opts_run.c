@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "ckpt.h"
 #include "modes.h"
 #include "opts.h"
 #include "run.h"
@@ -33,6 +34,9 @@ static const struct opts_word compare_words[] = {
 };
 static const struct opts_word action_words[] = {
 	{ "alert", 0 }, { "reschedule", 1 }, { NULL, 0 },
+};
+static const struct opts_word torch_words[] = {
+	{ "launch", MODE_TORCH_LAUNCH }, { "run", MODE_TORCH_RUN }, { NULL, 0 },
 };
 static const struct opts_word precheck_words[] = {
 	{ "fail", VERDICT_FAIL }, { "warn", VERDICT_WARN }, { "off", -1 }, { NULL, 0 },
@@ -52,6 +56,8 @@ const struct opts_run opts_run_table[] = {
 	{ .name = "master-addr", .kind = OPTS_STRING, FIELD(master_addr) },
 	{ .name = "master-port", .kind = OPTS_COUNT, FIELD(master_port), .min = 1, .max = 65535 },
 	{ .name = "ps", .kind = OPTS_COUNT, FIELD(ps), .min = 0, .max = 4096 },
+	{ .name = "torch-launcher", .kind = OPTS_WORD, FIELD(torch_launcher), .words = torch_words,
+	  .flags = OPTS_SITE },
 	{ .name = "tf-port", .kind = OPTS_COUNT, FIELD(tf_port), .min = 1, .max = 65535,
 	  .flags = OPTS_SITE },
 	{ .name = "run-dir", .kind = OPTS_STRING, FIELD(run_dir) },
@@ -66,6 +72,7 @@ const struct opts_run opts_run_table[] = {
 	{ .name = "verbose", .kind = OPTS_FLAG, FIELD(verbose) },
 	{ .name = "resume", .kind = OPTS_FLAG, FIELD(resume), .flags = OPTS_SITE },
 	{ .name = "ckpt-signal", .kind = OPTS_SIGNAL, FIELD(ckpt_signal), .flags = OPTS_SITE },
+	{ .name = "ckpt-confirm", .kind = OPTS_STRING, FIELD(ckpt_confirm), .flags = OPTS_SITE },
 	{ .name = "ckpt-lead", .kind = OPTS_DURATION, FIELD(ckpt_lead_s), .min = 1, .max = DAY,
 	  .flags = OPTS_SITE, .floor = "the training needs time to save" },
 	{ .name = "time-limit", .kind = OPTS_DURATION, FIELD(time_limit_s), .min = 1,
@@ -595,6 +602,16 @@ opts_run_verify(const struct run_opts *o, const unsigned char *src, const char *
 		label(opts_run_find("heartbeat"), o, src, file, b, sizeof(b));
 		snprintf(why, whylen, "%s must be longer than %s", a, b);
 		return -EINVAL;
+	}
+	if (o->ckpt_confirm) {
+		struct ckpt_confirm *cc = NULL;
+		char err[256];
+
+		if (ckpt_confirm_new(o->ckpt_confirm, &cc, err, sizeof(err)) < 0) {
+			snprintf(why, whylen, "--ckpt-confirm: %s", err);
+			return -EINVAL;
+		}
+		ckpt_confirm_free(cc);
 	}
 	if (o->time_limit_s > 0 && o->ckpt_lead_s >= o->time_limit_s) {
 		label(opts_run_find("ckpt-lead"), o, src, file, a, sizeof(a));

@@ -90,6 +90,8 @@ struct job {
 	enum phase phase;
 	struct loop_timer *phase_timer;  /* ends the current phase if peers are late */
 
+	char cgdir[4096];            /* a cgroup v2 directory delegated to us, or "" */
+
 	/* discovery and the gather */
 	const char *vendor;
 	struct slot *slots;
@@ -1311,6 +1313,10 @@ set_up(struct job *j, int *argc, char ***argv)
 		LOG_ERR("cannot set up signal handling: %s", strerror(-rc));
 		return VIGIL_EXIT_INTERNAL;
 	}
+	/* The training gets a cgroup of its own where ours was delegated:
+	 * nothing of it can then escape the end of the job. */
+	if (child_cgroup_find(j->cgdir, sizeof(j->cgdir)) < 0)
+		j->cgdir[0] = '\0';
 	/* A reader of our output that goes away is lost output, counted and
 	 * said, not a dead agent (and training): EPIPE instead of SIGPIPE. */
 	(void)signal(SIGPIPE, SIG_IGN);
@@ -1352,7 +1358,7 @@ new_node(struct job *j)
 	struct node_opts no = {
 		.run = j->o, .cfg = j->cfg, .name = j->name, .rank = j->rank, .start = j->t0,
 		.sigmask = &j->oldmask, .heartbeat = j->rank != 0, .vendor = j->vendor,
-		.slots = j->slots, .nslots = j->nslots,
+		.slots = j->slots, .nslots = j->nslots, .cgroup = j->cgdir[0] ? j->cgdir : NULL,
 	};
 	struct node_ops ops = { node_send, line_to_perf, j };
 

@@ -542,6 +542,40 @@ test_successor_adopts(void **state)
 	assert_int_equal(count_sent(&f->rec, 0, MSG_FINAL, NULL), 0);
 }
 
+static void note(struct fx *f, int rank, int sig, const char *verdict_s, double now);
+
+/* A training that died of the checkpoint signal: the report says so. */
+static void
+test_checkpoint_not_confirmed(void **state)
+{
+	struct fx *f = *state;
+	struct msg_result ok = { .node = "n1", .ckpt = true, .ckpt_confirmed = true,
+	                         .ckpt_why = "exit status 0 after the checkpoint signal" };
+	struct msg_result died = { .node = "n2", .exit_code = 138, .signal = SIGUSR1,
+	                           .ckpt = true, .ckpt_why = "died of SIGUSR1: no handler for "
+	                           "the checkpoint signal" };
+	cJSON *rep, *nc;
+
+	f->o.resume = true;
+	start(f, 0, 0);
+	note(f, 0, SIGUSR1, NULL, 2);
+	coord_result(f->c, 0, &ok, 4);
+	coord_result(f->c, 1, &died, 4);
+	ok.node = "n3";
+	coord_result(f->c, 2, &ok, 4);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+	coord_finish(f->c, 0, 5);
+	assert_true(said(&f->rec, "checkpoint not confirmed on n2 (rank 1): died of SIGUSR1"));
+	assert_true(evented(&f->rec, "checkpoint n2 1: checkpoint not confirmed"));
+	rep = report(f, 5);
+	nc = cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "checkpoint"), "not_confirmed");
+	assert_int_equal(cJSON_GetArraySize(nc), 1);
+	assert_string_equal(json_str(cJSON_GetArrayItem(nc, 0), "node", ""), "n2");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(rep,
+	                 "checkpoint"), "confirmed")), 2);
+	cJSON_Delete(rep);
+}
+
 /* ---- fault restart (故障重启) ------------------------------------------------------ */
 
 static void
@@ -1033,6 +1067,7 @@ main(void)
 		T(test_crash_with_resume_checkpoints),
 		T(test_agent_term_with_resume),
 		T(test_successor_adopts),
+		T(test_checkpoint_not_confirmed),
 		T(test_restart_then_success),
 		T(test_restart_exhausted),
 		T(test_no_restart_after_agent_signal),
