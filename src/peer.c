@@ -82,6 +82,19 @@ peer_init(int *argc, char ***argv, struct peer **out)
 		return -ENOMEM;
 	p->size = 1;
 	if (peer_launched()) {
+		/*
+		 * Open MPI 4.1 sends an application's help messages to its
+		 * daemon through PMIx and waits for the answer with no bound
+		 * (orte/util/show_help.c, orte_show_help_norender(): "while
+		 * (active) nanosleep").  The TCP transport prints one when it
+		 * cannot reach a peer that died, and a daemon busy ending the
+		 * job never answers: the agent would hang inside MPI_Test,
+		 * deaf to signals, until SIGKILL.  vigil says itself which
+		 * node is gone; a site that wants Open MPI's messages anyway
+		 * sets OMPI_MCA_orte_execute_quiet=0.  (The training never
+		 * sees this: its environment drops OMPI_MCA_orte_*.)
+		 */
+		(void)setenv("OMPI_MCA_orte_execute_quiet", "1", 0);
 		if (MPI_Init(argc, argv) != MPI_SUCCESS) {
 			free(p);
 			return -EPROTO;

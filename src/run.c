@@ -363,6 +363,7 @@ conclude(struct job *j)
 	if (j->perf && j->o->summary_s > 0)
 		jobperf_summary(j->perf);
 	write_job_files(j, now);
+	remove_record(j);  /* the report speaks for this node too */
 	coord_finish(j->coord, j->perf ? jobperf_cycles(j->perf) : 0, now);
 	j->exit_code = coord_exit_code(j->coord);
 	j->hold = coord_hold(j->coord);

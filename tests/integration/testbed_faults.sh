@@ -17,57 +17,7 @@ export TB_TIMEOUT=90
 tb_up 3 || { fail "test bed"; finish; }
 
 hb="--heartbeat 0.5 --heartbeat-timeout 1.5 --inspect-interval 1"
-# the training on each node keeps its checkpoint under $ck/<hostname>
-train() {
-	echo "sh -c 'exec $SIM --iters 1000000 --iter-ms 20 --ckpt-dir $1/\$(hostname) ${2:-}'"
-}
-report() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
-ready_count() { local n; n=$(grep -c '^ready ' "$1" 2>/dev/null); echo "${n:-0}"; }
-wait_ready() {
-	local i
-	for ((i = 0; i < 400; i++)); do [ "$(ready_count "$1")" -ge "$2" ] && return 0; sleep 0.05; done
-	return 1
-}
-# pid_in NODE COMM: a process named COMM inside NODE's namespace
-pid_in() {
-	local p
-	for p in $(tb_pids "$1"); do
-		[ "$(ps -o comm= -p "$p" 2>/dev/null)" = "$2" ] && { echo "$p"; return; }
-	done
-}
-# event_after_ms FILE KIND T0: ms from T0 (epoch ms) to the first KIND event
-event_after_ms() {
-	python3 - "$@" <<'PY'
-import datetime, json, sys
-for line in open(sys.argv[1]):
-    e = json.loads(line)
-    if e["kind"] == sys.argv[2]:
-        t = datetime.datetime.strptime(e["time"], "%Y-%m-%dT%H:%M:%S.%fZ")
-        t = t.replace(tzinfo=datetime.timezone.utc)
-        print(int(t.timestamp() * 1000) - int(sys.argv[3]))
-        break
-PY
-}
-bed_empty() {  # nothing of the job left on any node
-	local i n
-	for ((i = 0; i < 100; i++)); do
-		n=0
-		for k in 1 2 3; do n=$((n + $(tb_pids n$k | wc -w))); done
-		[ "$n" -eq 0 ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-# run_case NAME VIGIL-OPTIONS... -- (the training is appended)
-start_case() {
-	local name=$1; shift
-	ck="$SCRATCH/ck.$name"; mkdir -p "$ck"
-	log="$SCRATCH/$name.out"; ev="$SCRATCH/$name.jsonl"; rep="$SCRATCH/$name.json"
-	eval "tb_mpirun -np 3 \"\$VIGIL\" run --resume $hb --grace 5 --events \"\$ev\" --report \"\$rep\" \
-		--exclude-file \"\$SCRATCH/$name.exclude\" $* -- $(train "$ck")" >"$log" 2>&1 &
-	job=$!
-	wait_ready "$log" 3 || fail "$name: trainings not ready"
-}
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/testbed/cases.sh"
 
 # 1. The fabric NIC of node 2 goes down: fault event naming n2 and eth1
 #    within one inspection interval (+ messaging), every training saves once,

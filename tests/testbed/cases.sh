@@ -1,0 +1,68 @@
+# cases.sh - helpers for fault-injection cases on the test bed (sourced by
+# tests/integration/testbed_*.sh after lib.sh and tb.sh, with a test bed of
+# three nodes up and $hb set to the heartbeat options).
+#
+#   train DIR [ARGS]   the training's command: contrib/examples/train_sim.py,
+#                      its checkpoint under DIR/<hostname>
+#   report FILE EXPR   a Python expression over the JSON in FILE (as r)
+#   wait_ready LOG N   until N trainings printed "ready" (20 s at most)
+#   pid_in NODE COMM   a process named COMM in NODE's namespace
+#   event_after_ms FILE KIND T0   ms from T0 (epoch ms) to the first KIND event
+#   bed_empty          nothing of the job left on any node (10 s at most)
+#   start_case NAME OPTIONS...   vigil run --resume on 3 nodes in the
+#                      background ($job is mpirun), with $ck, $log, $ev, $rep
+#                      set for NAME, and waits until every training is ready;
+#                      MPIRUN_OPTS (an array) goes to mpirun first
+# the training on each node keeps its checkpoint under $ck/<hostname>
+train() {
+	echo "sh -c 'exec $SIM --iters 1000000 --iter-ms 20 --ckpt-dir $1/\$(hostname) ${2:-}'"
+}
+report() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+ready_count() { local n; n=$(grep -c -E '^(\[[^]]*\] )?ready ' "$1" 2>/dev/null); echo "${n:-0}"; }
+wait_ready() {
+	local i
+	for ((i = 0; i < 400; i++)); do [ "$(ready_count "$1")" -ge "$2" ] && return 0; sleep 0.05; done
+	return 1
+}
+# pid_in NODE COMM: a process named COMM inside NODE's namespace
+pid_in() {
+	local p
+	for p in $(tb_pids "$1"); do
+		[ "$(ps -o comm= -p "$p" 2>/dev/null)" = "$2" ] && { echo "$p"; return; }
+	done
+}
+# event_after_ms FILE KIND T0: ms from T0 (epoch ms) to the first KIND event
+event_after_ms() {
+	python3 - "$@" <<'PY'
+import datetime, json, sys
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e["kind"] == sys.argv[2]:
+        t = datetime.datetime.strptime(e["time"], "%Y-%m-%dT%H:%M:%S.%fZ")
+        t = t.replace(tzinfo=datetime.timezone.utc)
+        print(int(t.timestamp() * 1000) - int(sys.argv[3]))
+        break
+PY
+}
+bed_empty() {  # nothing of the job left on any node
+	local i n
+	for ((i = 0; i < 100; i++)); do
+		n=0
+		for k in 1 2 3; do n=$((n + $(tb_pids n$k | wc -w))); done
+		[ "$n" -eq 0 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+MPIRUN_OPTS=${MPIRUN_OPTS:-}
+start_case() {
+	local name=$1; shift
+	ck="$SCRATCH/ck.$name"; mkdir -p "$ck"
+	log="$SCRATCH/$name.out"; ev="$SCRATCH/$name.jsonl"; rep="$SCRATCH/$name.json"
+	eval "tb_mpirun $MPIRUN_OPTS -np 3 \"\$VIGIL\" run --resume $hb --grace 5 --events \"\$ev\" \
+		--report \"\$rep\" --exclude-file \"\$SCRATCH/$name.exclude\" $* -- $(train "$ck")" \
+		>"$log" 2>&1 &
+	job=$!
+	wait_ready "$log" 3 || fail "$name: trainings not ready"
+}
+
