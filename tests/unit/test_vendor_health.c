@@ -553,6 +553,93 @@ test_json(void **state)
 	cJSON_Delete(u);
 }
 
+/* ---- the rules, from vigil.conf -------------------------------------------- */
+
+static int
+load(struct config *cfg, const char *text, char *err, size_t len)
+{
+	return config_load_buffer(cfg, text, strlen(text), "cfg.json", err, len);
+}
+
+static void
+test_config(void **state)
+{
+	struct fix *x = *state;
+	struct config_boards copy;
+	char err[256];
+	const struct config_boards *b = &x->cfg.boards;
+
+	/* The defaults: the XIDs that need a reset fail, the rest warn. */
+	assert_true(b->enabled);
+	assert_int_equal(b->nxid_fail, 10);
+	assert_int_equal(b->xid_fail[5], 79);
+	assert_int_equal(b->xid_other, VERDICT_WARN);
+	assert_int_equal(b->recovery_action, VERDICT_FAIL);
+	assert_int_equal(b->throttle, VERDICT_WARN);
+	assert_int_equal(b->temperature_margin_c, 5);
+	assert_null(b->nvml_library);
+
+	assert_int_equal(load(&x->cfg, "{\"check\": {\"boards\": {\"enabled\": false, "
+	                      "\"nvml_library\": \"/opt/nvidia/lib64/libnvidia-ml.so.1\", "
+	                      "\"xid_fail\": [79, 48], \"xid_other\": \"pass\", "
+	                      "\"ecc_correctable_max\": 100, \"ecc_correctable_rise\": -1, "
+	                      "\"temperature_margin_c\": 3, \"nvlink_expected\": 18, "
+	                      "\"throttle\": \"fail\", \"health\": \"warn\"}}}",
+	                      err, sizeof(err)), 0);
+	assert_false(b->enabled);
+	assert_string_equal(b->nvml_library, "/opt/nvidia/lib64/libnvidia-ml.so.1");
+	assert_int_equal(b->nxid_fail, 2);
+	assert_int_equal(b->xid_fail[1], 48);
+	assert_int_equal(b->xid_other, VERDICT_PASS);
+	assert_int_equal(b->ecc_correctable_max, 100);
+	assert_int_equal(b->ecc_correctable_rise, -1);
+	assert_int_equal(b->temperature_margin_c, 3);
+	assert_int_equal(b->nvlink_expected, 18);
+	assert_int_equal(b->throttle, VERDICT_FAIL);
+	assert_int_equal(b->health, VERDICT_WARN);
+
+	/* A copy for a module that outlives the configuration. */
+	assert_int_equal(config_boards_copy(&copy, b), 0);
+	assert_string_equal(copy.nvml_library, b->nvml_library);
+	assert_ptr_not_equal(copy.nvml_library, b->nvml_library);
+	assert_int_equal(copy.xid_fail[0], 79);
+	config_boards_free(&copy);
+	assert_null(copy.xid_fail);
+
+	assert_int_equal(load(&x->cfg, "{\"check\": {\"boards\": {\"xid_fail\": []}}}",
+	                      err, sizeof(err)), 0);
+	assert_int_equal(b->nxid_fail, 0);
+	assert_null(b->xid_fail);
+}
+
+static void
+test_config_errors(void **state)
+{
+	struct fix *x = *state;
+	char err[256];
+
+	assert_int_equal(load(&x->cfg, "{\"check\": {\"boards\": {\"nvml_library\": "
+	                      "\"libnvidia-ml.so.1\"}}}", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "cfg.json: check.boards.nvml_library: expected an absolute path, "
+	                         "got \"libnvidia-ml.so.1\"");
+	assert_int_equal(load(&x->cfg, "{\"check\": {\"boards\": {\"xid_fail\": [79, \"48\"]}}}",
+	                      err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "cfg.json: check.boards.xid_fail[1]: expected a non-negative "
+	                         "integer, got \"48\"");
+	assert_int_equal(load(&x->cfg, "{\"check\": {\"boards\": {\"xid_fail\": 79}}}",
+	                      err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "expected an array of integers, got 79"));
+	assert_int_equal(load(&x->cfg, "{\"check\": {\"boards\": {\"throttle\": \"maybe\"}}}",
+	                      err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "check.boards.throttle: expected one of"));
+	assert_int_equal(load(&x->cfg, "{\"check\": {\"boards\": {\"temperature_margin_c\": 500}}}",
+	                      err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "out of range (at most 200)"));
+	assert_int_equal(load(&x->cfg, "{\"check\": {\"boards\": {\"xids\": [1]}}}",
+	                      err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "check.boards.xids: unknown key (valid: enabled, "));
+}
+
 /* ---- gathering through the fake libraries ---------------------------------- */
 
 static void
@@ -772,6 +859,8 @@ main(void)
 		T(test_extra_board),
 		T(test_events),
 		T(test_json),
+		T(test_config),
+		T(test_config_errors),
 		T(test_gather),
 		T(test_gather_absent),
 		T(test_gather_hang),
