@@ -27,6 +27,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <cJSON.h>
 
 #include "config.h"
@@ -163,6 +164,10 @@ int vhealth_monitor_start(const struct config_boards *rules, double timeout_s,
 
 /* The descriptor to watch for reading. */
 int vhealth_monitor_fd(const struct vhealth_monitor *m);
+
+/* The child's pid: one of the agent's children that is not the training
+ * (to leave out when adding up the training's processes). */
+pid_t vhealth_monitor_pid(const struct vhealth_monitor *m);
 
 /*
  * Read what the child sent (never blocks) and judge: the events seen so

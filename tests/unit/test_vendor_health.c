@@ -11,6 +11,7 @@
 #include "scratch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -785,9 +786,26 @@ test_monitor(void **state)
 	const char *err = NULL;
 	const struct vhealth_finding *f;
 
+	int p[2];
+	ssize_t r = -1;
+	char c;
+
 	use_fakes(x);
 	script(x, "nvidia 0 bus " BUS0 "\nnvidia 1 bus " BUS1 "\nnvidia 1 event xid 13\n");
+	assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
 	assert_int_equal(vhealth_monitor_start(&x->cfg.boards, 0.5, x->slots, x->nslots, 0.2, &m), 0);
+	/* The child keeps none of the agent's descriptors: this pipe's
+	 * reader sees EOF once the agent closes the writer. */
+	close(p[1]);
+	for (int i = 0; i < 200 && r != 0; i++) {
+		r = read(p[0], &c, 1);
+		if (r != 0)
+			usleep(10000);
+	}
+	assert_int_equal(r, 0);
+	close(p[0]);
+	assert_true(vhealth_monitor_pid(m) > 0);
+	assert_int_equal(getpgid(vhealth_monitor_pid(m)), vhealth_monitor_pid(m));
 	take_until(x, m, NULL);
 	assert_int_equal(x->n, 0);
 	assert_int_equal(vhealth_monitor_facts(m)->lib[VENDOR_NVML].nboards, 2);
