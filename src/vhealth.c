@@ -58,13 +58,16 @@ vhealth_library_path(const struct config_boards *rules, enum vendor_kind k)
 }
 
 void
-vhealth_asked(const struct config_boards *rules, const struct slot *slots, size_t n,
+vhealth_asked(const struct config_boards *rules, const struct slot *slots, size_t n, bool live,
               bool asked[VENDOR_NKINDS])
 {
 	for (unsigned k = 0; k < VENDOR_NKINDS; k++)
 		asked[k] = false;
-	for (size_t i = 0; rules->enabled && i < n; i++)
-		asked[vhealth_vendor_of(slots[i].vendor)] = true;
+	for (size_t i = 0; rules->enabled && i < n; i++) {
+		enum vendor_kind k = vhealth_vendor_of(slots[i].vendor);
+
+		asked[k] = live || vhealth_library_path(rules, k) != NULL;
+	}
 }
 
 void
@@ -129,13 +132,13 @@ ask_child(void *arg, int fd)
 }
 
 int
-vhealth_gather(const struct config *cfg, const struct slot *slots, size_t nslots,
+vhealth_gather(const struct config *cfg, const struct slot *slots, size_t nslots, bool live,
                struct vhealth_facts *out)
 {
 	struct answer *ans;
 
 	memset(out, 0, sizeof(*out));
-	vhealth_asked(&cfg->boards, slots, nslots, out->asked);
+	vhealth_asked(&cfg->boards, slots, nslots, live, out->asked);
 	ans = malloc(sizeof(*ans));
 	if (!ans)
 		return -ENOMEM;

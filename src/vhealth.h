@@ -17,10 +17,12 @@
  * from a descriptor its poll loop watches (see vhealth_monitor_start()).
  *
  * Which findings there are, with their source, is listed in vigil(1),
- * BOARD CHECKS.  The libraries describe the live system only: callers do
- * not gather when checking another sysfs root.  A node whose slots
- * include no board of a vendor never asks that vendor's library, so a
- * missing library on such a node is not an event.
+ * BOARD CHECKS.  The libraries describe the live system only: with
+ * another sysfs root (LIVE false: hwmon_is_live()) a library is asked only
+ * when the configuration names its path, which is how tests and a site's
+ * dry runs reach a library of their choosing.  A node whose slots include
+ * no board of a vendor never asks that vendor's library, so a missing
+ * library on such a node is not an event.
  */
 #ifndef VIGIL_VHEALTH_H
 #define VIGIL_VHEALTH_H
@@ -71,13 +73,14 @@ enum vendor_kind vhealth_vendor_of(enum slot_vendor v);
 
 /*
  * Ask the library of every vendor among SLOTS (none when
- * cfg->boards.enabled is false), each in a child process under
+ * cfg->boards.enabled is false; with LIVE false, only those whose path
+ * cfg->boards names), each in a child process under
  * cfg->check_timeout_s; the child's standard output and error go to
  * /dev/null (ROCm SMI prints there).  Fills OUT (reset first).  Returns 0,
  * or a negative errno when a child cannot be started; a library that fails
  * is a fact (out->rc).  Blocks up to three timeouts; forks.
  */
-int vhealth_gather(const struct config *cfg, const struct slot *slots, size_t nslots,
+int vhealth_gather(const struct config *cfg, const struct slot *slots, size_t nslots, bool live,
                    struct vhealth_facts *out);
 
 /*
@@ -150,16 +153,16 @@ struct vhealth_monitor;
  * hang only the child; the agent sees its facts go stale.  The child dies
  * with the agent (PR_SET_PDEATHSIG) and when its pipe closes.
  *
- * RULES and SLOTS are copied.  Returns 0 with *OUT set; -ENOENT when no
- * library is to be asked (no slots of a vendor, or checks disabled: no
- * event); another negative errno when the child cannot be started.  The
+ * RULES and SLOTS are copied; LIVE as for vhealth_gather().  Returns 0
+ * with *OUT set; -ENOENT when no library is to be asked (no slots of a
+ * vendor, checks disabled, or not live and no path configured: no event); another negative errno when the child cannot be started.  The
  * child is forked from the caller: start the monitor before MPI starts
  * threads, or accept that the child runs library code after fork() in a
  * threaded process (glibc makes malloc usable there; the check's timed
  * children do the same).
  */
 int vhealth_monitor_start(const struct config_boards *rules, double timeout_s,
-                          const struct slot *slots, size_t nslots, double interval_s,
+                          const struct slot *slots, size_t nslots, bool live, double interval_s,
                           struct vhealth_monitor **out);
 
 /* The descriptor to watch for reading. */

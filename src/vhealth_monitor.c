@@ -271,7 +271,7 @@ fork_child(struct vhealth_monitor *m, int fds[2])
 
 int
 vhealth_monitor_start(const struct config_boards *rules, double timeout_s,
-                      const struct slot *slots, size_t nslots, double interval_s,
+                      const struct slot *slots, size_t nslots, bool live, double interval_s,
                       struct vhealth_monitor **out)
 {
 	struct vhealth_monitor *m;
@@ -288,7 +288,7 @@ vhealth_monitor_start(const struct config_boards *rules, double timeout_s,
 	m->fd = -1;
 	m->timeout_s = timeout_s;
 	m->interval_s = interval_s;
-	vhealth_asked(rules, slots, nslots, m->asked);
+	vhealth_asked(rules, slots, nslots, live, m->asked);
 	for (unsigned k = 0; k < VENDOR_NKINDS; k++)
 		any |= m->asked[k];
 	if (!any) {

@@ -30,9 +30,9 @@ int vhealth_list_end(struct vhealth_list *l, struct vhealth_finding **out, size_
 /* The configured path of K's library, NULL for the default name. */
 const char *vhealth_library_path(const struct config_boards *rules, enum vendor_kind k);
 
-/* Which libraries SLOTS call for (none when rules->enabled is false). */
+/* Which libraries SLOTS call for: see vhealth_gather(). */
 void vhealth_asked(const struct config_boards *rules, const struct slot *slots, size_t n,
-                   bool asked[VENDOR_NKINDS]);
+                   bool live, bool asked[VENDOR_NKINDS]);
 
 /* "nvml", "rocm_smi", "cndev": JSON keys and device names. */
 const char *vhealth_kind_key(enum vendor_kind k);

@@ -79,7 +79,7 @@ main(int argc, char **argv)
 
 	facts = vhealth_facts_new();
 	m = metrics_new();
-	if (!facts || !m || vhealth_gather(&cfg, slots, nslots, facts) < 0)
+	if (!facts || !m || vhealth_gather(&cfg, slots, nslots, true, facts) < 0)
 		goto out;
 	usage = vhealth_usage_to_json(facts, slots, nslots);
 	if (!usage)

@@ -107,7 +107,7 @@ test_real_library(void **state)
 	memset(&s, 0, sizeof(s));
 	s.vendor = SLOT_VENDOR_AMD;
 	snprintf(s.pci_bus_id, sizeof(s.pci_bus_id), "0000:c1:00.0");
-	assert_int_equal(vhealth_gather(&cfg, &s, 1, f), 0);
+	assert_int_equal(vhealth_gather(&cfg, &s, 1, true, f), 0);
 	assert_true(f->asked[VENDOR_RSMI]);
 	rc = f->rc[VENDOR_RSMI];
 	assert_string_equal(f->lib[VENDOR_RSMI].library, "librocm_smi64.so.1");

@@ -43,6 +43,7 @@ struct fix {
 	size_t n;
 	char dir[128];
 	char script[192];
+	bool live;             /* the gathers' LIVE */
 };
 
 static void
@@ -100,6 +101,7 @@ setup(void **state)
 	set_slot(&x->slots[0], 0, SLOT_VENDOR_NVIDIA, BUS0);
 	set_slot(&x->slots[1], 1, SLOT_VENDOR_NVIDIA, BUS1);
 	x->nslots = 2;
+	x->live = true;
 	healthy(x->now, VENDOR_NVML);
 	healthy(x->base, VENDOR_NVML);
 	if (make_scratch_dir(x->dir, sizeof(x->dir), "vhealth") < 0)
@@ -673,7 +675,7 @@ static void
 gather_judge(struct fix *x)
 {
 	memset(x->now, 0, sizeof(*x->now));
-	assert_int_equal(vhealth_gather(&x->cfg, x->slots, x->nslots, x->now), 0);
+	assert_int_equal(vhealth_gather(&x->cfg, x->slots, x->nslots, x->live, x->now), 0);
 	judge(x, false);
 }
 
@@ -731,6 +733,16 @@ test_gather_absent(void **state)
 	gather_judge(x);
 	assert_false(x->now->asked[VENDOR_NVML]);
 	x->nslots = 2;
+	/* Another sysfs root: a library the configuration names is asked,
+	 * the default one is not. */
+	x->live = false;
+	gather_judge(x);
+	assert_true(x->now->asked[VENDOR_NVML]);
+	free(x->cfg.boards.nvml_library);
+	x->cfg.boards.nvml_library = NULL;
+	gather_judge(x);
+	assert_false(x->now->asked[VENDOR_NVML]);
+	x->live = true;
 	x->cfg.boards.enabled = false;
 	gather_judge(x);
 	assert_false(x->now->asked[VENDOR_NVML]);
@@ -793,7 +805,7 @@ test_monitor(void **state)
 	use_fakes(x);
 	script(x, "nvidia 0 bus " BUS0 "\nnvidia 1 bus " BUS1 "\nnvidia 1 event xid 13\n");
 	assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
-	assert_int_equal(vhealth_monitor_start(&x->cfg.boards, 0.5, x->slots, x->nslots, 0.2, &m), 0);
+	assert_int_equal(vhealth_monitor_start(&x->cfg.boards, 0.5, x->slots, x->nslots, false, 0.2, &m), 0);
 	/* The child keeps none of the agent's descriptors: this pipe's
 	 * reader sees EOF once the agent closes the writer. */
 	close(p[1]);
@@ -850,10 +862,10 @@ test_monitor_nothing(void **state)
 	struct vhealth_monitor *m = (struct vhealth_monitor *)x;
 
 	x->nslots = 0;
-	assert_int_equal(vhealth_monitor_start(&x->cfg.boards, 2, x->slots, 0, 1, &m), -ENOENT);
+	assert_int_equal(vhealth_monitor_start(&x->cfg.boards, 2, x->slots, 0, true, 1, &m), -ENOENT);
 	assert_null(m);
 	x->nslots = 2;
-	assert_int_equal(vhealth_monitor_start(&x->cfg.boards, 2, x->slots, 2, 0, &m), -EINVAL);
+	assert_int_equal(vhealth_monitor_start(&x->cfg.boards, 2, x->slots, 2, true, 0, &m), -EINVAL);
 	vhealth_monitor_free(NULL);
 }
 
