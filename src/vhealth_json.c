@@ -57,16 +57,21 @@ put_flag(struct build *b, cJSON *o, const char *key, int v)
 		put(b, o, key, cJSON_CreateBool(v));
 }
 
+/* {NAME0: v[0], NAME1: v[1]} under KEY; NAMES NULL: corrected, uncorrected. */
 static void
-put_pair(struct build *b, cJSON *o, const char *key, const long long v[2])
+put_pair(struct build *b, cJSON *o, const char *key, const long long v[2],
+         const char *const *names)
 {
+	static const char *const ecc[2] = { "corrected", "uncorrected" };
 	cJSON *p;
 
 	if (v[0] < 0 && v[1] < 0)
 		return;
+	if (!names)
+		names = ecc;
 	p = track(b, cJSON_CreateObject());
-	put_ll(b, p, "corrected", v[0]);
-	put_ll(b, p, "uncorrected", v[1]);
+	put_ll(b, p, names[0], v[0]);
+	put_ll(b, p, names[1], v[1]);
 	put(b, o, key, p);
 }
 
@@ -93,6 +98,10 @@ links_json(struct build *bld, cJSON *o, const struct vendor_board *b)
 		put(bld, o, "nvlinks", arr);
 }
 
+/* Names of the pairs that do not count corrected and uncorrected errors. */
+static const char *const causes[2] = { "multiple_single_bit", "double_bit" };
+static const char *const rows[2] = { "correctable", "uncorrectable" };
+
 static cJSON *
 board_json(struct build *bld, const struct vendor_board *b)
 {
@@ -109,11 +118,11 @@ board_json(struct build *bld, const struct vendor_board *b)
 	if (b->lost || b->reset_required)
 		put(bld, o, "lost_call", cJSON_CreateString(b->lost_call));
 	put_flag(bld, o, "ecc_enabled", b->ecc_enabled);
-	put_pair(bld, o, "ecc_volatile", b->ecc_volatile);
-	put_pair(bld, o, "ecc_aggregate", b->ecc_aggregate);
-	put_pair(bld, o, "retired_pages", b->retired);
+	put_pair(bld, o, "ecc_volatile", b->ecc_volatile, NULL);
+	put_pair(bld, o, "ecc_aggregate", b->ecc_aggregate, NULL);
+	put_pair(bld, o, "retired_pages", b->retired, causes);
 	put_flag(bld, o, "retired_pages_pending", b->retired_pending);
-	put_pair(bld, o, "remapped_rows", b->remapped);
+	put_pair(bld, o, "remapped_rows", b->remapped, rows);
 	put_flag(bld, o, "row_remap_pending", b->remap_pending);
 	put_flag(bld, o, "row_remap_failure", b->remap_failure);
 	put_ll(bld, o, "recovery_action", b->recovery);
@@ -126,7 +135,7 @@ board_json(struct build *bld, const struct vendor_board *b)
 			continue;
 		if (!ras)
 			ras = track(bld, cJSON_CreateObject());
-		put_pair(bld, ras, vendor_ras_block_name(i), b->ras[i]);
+		put_pair(bld, ras, vendor_ras_block_name(i), b->ras[i], NULL);
 	}
 	if (ras)
 		put(bld, o, "ras", ras);

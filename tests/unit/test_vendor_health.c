@@ -74,6 +74,7 @@ healthy(struct vhealth_facts *f, enum vendor_kind kind)
 		snprintf(b->bus_id, sizeof(b->bus_id), "%s", i ? BUS1 : BUS0);
 		b->ecc_enabled = 1;
 		b->recovery = b->retired_pending = b->remap_pending = b->remap_failure = 0;
+		b->retired[0] = b->retired[1] = b->remapped[0] = b->remapped[1] = 0;
 		b->temperature = 50;
 		b->slowdown = 90;
 		b->health = kind == VENDOR_CNDEV ? 1 : -1;
@@ -532,6 +533,10 @@ test_json(void **state)
 	b = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "boards"), 0);
 	assert_string_equal(cJSON_GetObjectItem(b, "pci_bus_id")->valuestring, BUS0);
 	assert_int_equal(cJSON_GetObjectItem(b, "temperature_celsius")->valueint, 51);
+	assert_true(cJSON_IsNumber(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "retired_pages"),
+	                                               "double_bit")));
+	assert_true(cJSON_IsNumber(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "remapped_rows"),
+	                                               "uncorrectable")));
 	/* Not offered: absent, not -1. */
 	assert_null(cJSON_GetObjectItem(b, "throttle_reasons"));
 	assert_null(cJSON_GetObjectItem(j, "rocm_smi"));
