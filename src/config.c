@@ -443,6 +443,48 @@ parse_version(struct parse *p, const struct key *k, const cJSON *v, void *base)
 	return 0;
 }
 
+/* A list of integers in [k->min, k->max] (XIDs), replacing the one before. */
+static int
+parse_ints(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	int **field = FIELD(base, k, int *);
+	size_t *count = (size_t *)(void *)((char *)base + k->count_off);
+	int *list = NULL;
+	size_t n = 0, len;
+	const cJSON *e;
+	int rc = 0;
+
+	if (!cJSON_IsArray(v))
+		return type_error(p, "an array of integers", v);
+	len = (size_t)cJSON_GetArraySize(v);
+	if (len > 0) {
+		list = calloc(len, sizeof(*list));
+		if (!list)
+			return fail(p, -ENOMEM, "out of memory");
+	}
+	cJSON_ArrayForEach(e, v) {
+		size_t old = push(p, NULL, n);
+		long long x;
+
+		if (n >= len) {
+			rc = fail(p, -EINVAL, "too many entries");
+			goto out;
+		}
+		rc = get_integer(p, k, e, &x);
+		if (rc < 0)
+			goto out;
+		pop(p, old);
+		list[n++] = (int)x;
+	}
+	free(*field);
+	*field = list;
+	*count = n;
+	list = NULL;
+out:
+	free(list);
+	return rc;
+}
+
 static const struct key path_keys[] = {
 	{ .name = "path", .parse = parse_path,
 	  .off = offsetof(struct config_path, path), .required = true },
@@ -756,6 +798,40 @@ static const struct key nics_keys[] = {
 	{ .name = NULL }
 };
 
+#define BOARDS(field) CFG(boards.field)
+
+static const struct key boards_keys[] = {
+	{ .name = "enabled", .parse = parse_bool, BOARDS(enabled) },
+	{ .name = "nvml_library", .parse = parse_path, BOARDS(nvml_library) },
+	{ .name = "rocm_smi_library", .parse = parse_path, BOARDS(rocm_smi_library) },
+	{ .name = "cndev_library", .parse = parse_path, BOARDS(cndev_library) },
+	{ .name = "lost", .parse = parse_verdict, BOARDS(lost) },
+	{ .name = "unresponsive", .parse = parse_verdict, BOARDS(unresponsive) },
+	{ .name = "xid_fail", .parse = parse_ints, BOARDS(xid_fail),
+	  .count_off = offsetof(struct config, boards.nxid_fail), .min = 0, .max = 65535 },
+	{ .name = "xid_other", .parse = parse_verdict, BOARDS(xid_other) },
+	{ .name = "ecc_uncorrectable", .parse = parse_verdict, BOARDS(ecc_uncorrectable) },
+	{ .name = "ecc_correctable_max", .parse = parse_llong, BOARDS(ecc_correctable_max),
+	  .min = -1, .max = COUNT_MAX },
+	{ .name = "ecc_correctable_rise", .parse = parse_llong, BOARDS(ecc_correctable_rise),
+	  .min = -1, .max = COUNT_MAX },
+	{ .name = "retired_pages_pending", .parse = parse_verdict, BOARDS(retired_pages_pending) },
+	{ .name = "row_remap_pending", .parse = parse_verdict, BOARDS(row_remap_pending) },
+	{ .name = "row_remap_failure", .parse = parse_verdict, BOARDS(row_remap_failure) },
+	{ .name = "recovery_action", .parse = parse_verdict, BOARDS(recovery_action) },
+	{ .name = "throttle", .parse = parse_verdict, BOARDS(throttle) },
+	{ .name = "temperature", .parse = parse_verdict, BOARDS(temperature) },
+	{ .name = "temperature_margin_c", .parse = parse_llong, BOARDS(temperature_margin_c),
+	  .min = 0, .max = 200 },
+	{ .name = "nvlink_expected", .parse = parse_llong, BOARDS(nvlink_expected),
+	  .min = -1, .max = 64 },
+	{ .name = "nvlink_down", .parse = parse_verdict, BOARDS(nvlink_down) },
+	{ .name = "nvlink_errors_rise", .parse = parse_llong, BOARDS(nvlink_errors_rise),
+	  .min = -1, .max = COUNT_MAX },
+	{ .name = "health", .parse = parse_verdict, BOARDS(health) },
+	{ .name = NULL }
+};
+
 static const struct key check_keys[] = {
 	{ .name = "timeout", .parse = parse_seconds, CFG(check_timeout_s) },
 	{ .name = "gather_timeout", .parse = parse_seconds, CFG(gather_timeout_s) },
@@ -764,6 +840,7 @@ static const struct key check_keys[] = {
 	{ .name = "storage", .parse = parse_section, .sub = storage_keys },
 	{ .name = "limits", .parse = parse_section, .sub = limits_keys },
 	{ .name = "nics", .parse = parse_section, .sub = nics_keys },
+	{ .name = "boards", .parse = parse_section, .sub = boards_keys },
 	{ .name = NULL }
 };
 
@@ -1046,6 +1123,89 @@ out:
 	return rc;
 }
 
+/*
+ * The XIDs whose immediate action in NVIDIA's XID catalog
+ * (docs.nvidia.com/deploy/xid-errors) is a GPU reset or a reboot: double-bit
+ * ECC (48), micro-controller halt (61, 62), page retirement or row remapping
+ * failure (64), NVLink error (74), fallen off the bus (79), uncontained ECC
+ * error (95), GSP timeout and error (119, 120), unrecovered ECC (140).
+ * Application faults (13, 31, 43, 45) and contained ECC errors (94) are
+ * left to xid_other.
+ */
+static const int default_xid_fail[] = { 48, 61, 62, 64, 74, 79, 95, 119, 120, 140 };
+
+static void
+boards_init(struct config_boards *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->enabled = true;
+	b->lost = VERDICT_FAIL;
+	b->unresponsive = VERDICT_WARN;
+	b->nxid_fail = sizeof(default_xid_fail) / sizeof(default_xid_fail[0]);
+	b->xid_fail = malloc(sizeof(default_xid_fail));
+	/* As with sysfs_root: no configuration without its defaults. */
+	if (!b->xid_fail)
+		abort();
+	memcpy(b->xid_fail, default_xid_fail, sizeof(default_xid_fail));
+	b->xid_other = VERDICT_WARN;
+	b->ecc_uncorrectable = VERDICT_FAIL;
+	b->ecc_correctable_max = -1;
+	b->ecc_correctable_rise = 0;
+	b->retired_pages_pending = VERDICT_FAIL;
+	b->row_remap_pending = VERDICT_FAIL;
+	b->row_remap_failure = VERDICT_FAIL;
+	b->recovery_action = VERDICT_FAIL;
+	b->throttle = VERDICT_WARN;
+	b->temperature = VERDICT_WARN;
+	b->temperature_margin_c = 5;
+	b->nvlink_expected = -1;
+	b->nvlink_down = VERDICT_FAIL;
+	b->nvlink_errors_rise = 0;
+	b->health = VERDICT_FAIL;
+}
+
+void
+config_boards_free(struct config_boards *b)
+{
+	free(b->nvml_library);
+	free(b->rocm_smi_library);
+	free(b->cndev_library);
+	free(b->xid_fail);
+	memset(b, 0, sizeof(*b));
+}
+
+static int
+dup_path(char **dst, const char *src)
+{
+	*dst = NULL;
+	if (!src)
+		return 0;
+	*dst = strdup(src);
+	return *dst ? 0 : -ENOMEM;
+}
+
+int
+config_boards_copy(struct config_boards *dst, const struct config_boards *src)
+{
+	*dst = *src;
+	dst->nvml_library = dst->rocm_smi_library = dst->cndev_library = NULL;
+	dst->xid_fail = NULL;
+	if (src->nxid_fail > 0) {
+		dst->xid_fail = malloc(src->nxid_fail * sizeof(*dst->xid_fail));
+		if (!dst->xid_fail)
+			goto fail;
+		memcpy(dst->xid_fail, src->xid_fail, src->nxid_fail * sizeof(*dst->xid_fail));
+	}
+	if (dup_path(&dst->nvml_library, src->nvml_library) < 0 ||
+	    dup_path(&dst->rocm_smi_library, src->rocm_smi_library) < 0 ||
+	    dup_path(&dst->cndev_library, src->cndev_library) < 0)
+		goto fail;
+	return 0;
+fail:
+	config_boards_free(dst);
+	return -ENOMEM;
+}
+
 void
 config_init(struct config *cfg)
 {
@@ -1061,6 +1221,7 @@ config_init(struct config *cfg)
 	cfg->driver_required = true;
 	cfg->check_timeout_s = 10;
 	cfg->gather_timeout_s = 60;
+	boards_init(&cfg->boards);
 }
 
 int
@@ -1094,5 +1255,6 @@ config_free(struct config *cfg)
 	free_settings(cfg->run, cfg->nrun);
 	free_settings(cfg->run_limits, cfg->nrun_limits);
 	free(cfg->origin);
+	config_boards_free(&cfg->boards);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -46,6 +46,36 @@ struct config_version {
 /* The vendors of "check.slots.driver_version", in the order of enum slot_vendor. */
 #define CONFIG_NVENDORS 3
 
+/*
+ * "check.boards": what the vendors' libraries say about each board (see
+ * vhealth.h).  A verdict of VERDICT_PASS switches a finding off.
+ */
+struct config_boards {
+	bool enabled;              /* ask the libraries (live system only); default true */
+	char *nvml_library;        /* absolute paths; NULL: the default names */
+	char *rocm_smi_library;
+	char *cndev_library;
+	enum verdict lost;         /* fallen off the bus, or not seen by the library; FAIL */
+	enum verdict unresponsive; /* a library that does not answer in time; WARN */
+	int *xid_fail;             /* XIDs that fail (default: those that need a reset) */
+	size_t nxid_fail;
+	enum verdict xid_other;    /* any other XID; WARN */
+	enum verdict ecc_uncorrectable;     /* uncorrectable ECC errors; FAIL */
+	long long ecc_correctable_max;      /* correctable errors above this warn; -1 off */
+	long long ecc_correctable_rise;     /* while running: a rise above this warns; -1 off */
+	enum verdict retired_pages_pending; /* FAIL */
+	enum verdict row_remap_pending;     /* FAIL */
+	enum verdict row_remap_failure;     /* FAIL */
+	enum verdict recovery_action;       /* the driver asks for a reset, reboot, drain; FAIL */
+	enum verdict throttle;              /* thermal, power-brake or HW slowdown; WARN */
+	enum verdict temperature;           /* within the margin of the slowdown point; WARN */
+	long long temperature_margin_c;     /* default 5 */
+	long long nvlink_expected;          /* active NVLinks per board; -1: not checked */
+	enum verdict nvlink_down;           /* FAIL */
+	long long nvlink_errors_rise;       /* while running: a rise above this warns; -1 off */
+	enum verdict health;                /* CNDev health state not good; FAIL */
+};
+
 struct config {
 	/* where sysfs and procfs are read from: "<root>/sys", "<root>/proc" */
 	char *sysfs_root;          /* default "/" */
@@ -76,6 +106,9 @@ struct config {
 	char **ib_devices;         /* InfiniBand devices whose every port must be ACTIVE/LinkUp */
 	size_t nib_devices;
 	long long ib_min_rate_gbps;
+
+	/* "check.boards" */
+	struct config_boards boards;
 
 	/* "check" */
 	double check_timeout_s;    /* what may block (storage probes, vendor libraries) runs at once,
@@ -121,6 +154,14 @@ int config_load_buffer(struct config *cfg, const char *buf, size_t len,
 
 /* Append to a string list (used by flags such as --nic); returns 0 or -ENOMEM. */
 int config_list_add(char ***list, size_t *n, const char *value);
+
+/*
+ * A deep copy of SRC into DST (for a module that outlives the
+ * configuration).  Returns 0 or -ENOMEM (DST then owns nothing).
+ * Release with config_boards_free(), which leaves DST empty.
+ */
+int config_boards_copy(struct config_boards *dst, const struct config_boards *src);
+void config_boards_free(struct config_boards *b);
 
 /* Release everything CFG owns; CFG may be reused after config_init(). */
 void config_free(struct config *cfg);

@@ -8,15 +8,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cJSON.h>
+
 #include "vigil.h"
+#include "json.h"
 #include "metrics.h"
 #include "util.h"
 
@@ -31,6 +36,17 @@ struct named_value {
 	double value;
 };
 
+struct board_value {
+	char *node;
+	int board;
+	struct metrics_board v;
+};
+
+struct usage_value {
+	char *node;
+	double cpu_s, memory;
+};
+
 struct metrics {
 	int state;                  /* index into job_states; -1: none yet */
 	uint64_t iterations;
@@ -41,6 +57,10 @@ struct metrics {
 	struct named_value *alerts; /* value: count */
 	size_t nalerts, alerts_cap;
 	unsigned up, lost;
+	struct board_value *boards;
+	size_t nboards, boards_cap;
+	struct usage_value *usage;
+	size_t nusage, usage_cap;
 };
 
 /* Find NAME in *ARR, or append it with value 0.  NULL on ENOMEM. */
@@ -98,8 +118,14 @@ metrics_free(struct metrics *m)
 		free(m->nodes[i].name);
 	for (size_t i = 0; i < m->nalerts; i++)
 		free(m->alerts[i].name);
+	for (size_t i = 0; i < m->nboards; i++)
+		free(m->boards[i].node);
+	for (size_t i = 0; i < m->nusage; i++)
+		free(m->usage[i].node);
 	free(m->nodes);
 	free(m->alerts);
+	free(m->boards);
+	free(m->usage);
 	free(m);
 }
 
@@ -160,6 +186,108 @@ metrics_set_nodes(struct metrics *m, unsigned up, unsigned lost)
 	m->lost = lost;
 }
 
+/* Make room for one more element in *ARR (of SIZE bytes each).  0 or -ENOMEM. */
+static int
+grow(void **arr, size_t n, size_t *cap, size_t size)
+{
+	void *a;
+	size_t ncap;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 8;
+	a = realloc(*arr, ncap * size);
+	if (!a)
+		return -ENOMEM;
+	*arr = a;
+	*cap = ncap;
+	return 0;
+}
+
+void
+metrics_board_init(struct metrics_board *b)
+{
+	b->utilization = NAN;
+	b->memory_used_bytes = NAN;
+	b->memory_total_bytes = NAN;
+	b->temperature_celsius = NAN;
+	b->power_watts = NAN;
+}
+
+int
+metrics_set_board(struct metrics *m, const char *node, int board, const struct metrics_board *b)
+{
+	struct board_value *e;
+
+	if (board < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < m->nboards; i++) {
+		if (m->boards[i].board == board && strcmp(m->boards[i].node, node) == 0) {
+			m->boards[i].v = *b;
+			return 0;
+		}
+	}
+	if (grow((void **)&m->boards, m->nboards, &m->boards_cap, sizeof(*m->boards)) < 0)
+		return -ENOMEM;
+	e = &m->boards[m->nboards];
+	e->node = strdup(node);
+	if (!e->node)
+		return -ENOMEM;
+	e->board = board;
+	e->v = *b;
+	m->nboards++;
+	return 0;
+}
+
+int
+metrics_set_boards_json(struct metrics *m, const char *node, const cJSON *usage)
+{
+	const cJSON *e;
+	int n = 0;
+
+	if (!cJSON_IsArray(usage))
+		return -EINVAL;
+	cJSON_ArrayForEach(e, usage) {
+		struct metrics_board b;
+		long long index;
+
+		if (json_get_int(e, "index", 0, INT_MAX, &index) < 0)
+			continue;
+		b.utilization = json_num(e, "utilization", 0, 1, NAN);
+		b.memory_used_bytes = json_num(e, "memory_used_bytes", 0, 1e18, NAN);
+		b.memory_total_bytes = json_num(e, "memory_total_bytes", 0, 1e18, NAN);
+		b.temperature_celsius = json_num(e, "temperature_celsius", -273.15, 1000, NAN);
+		b.power_watts = json_num(e, "power_watts", 0, 1e6, NAN);
+		if (metrics_set_board(m, node, (int)index, &b) < 0)
+			return -ENOMEM;
+		n++;
+	}
+	return n;
+}
+
+int
+metrics_set_training_usage(struct metrics *m, const char *node, double cpu_seconds,
+                           double memory_bytes)
+{
+	struct usage_value *e = NULL;
+
+	for (size_t i = 0; i < m->nusage && !e; i++)
+		if (strcmp(m->usage[i].node, node) == 0)
+			e = &m->usage[i];
+	if (!e) {
+		if (grow((void **)&m->usage, m->nusage, &m->usage_cap, sizeof(*m->usage)) < 0)
+			return -ENOMEM;
+		e = &m->usage[m->nusage];
+		e->node = strdup(node);
+		if (!e->node)
+			return -ENOMEM;
+		m->nusage++;
+	}
+	e->cpu_s = cpu_seconds;
+	e->memory = memory_bytes;
+	return 0;
+}
+
 /* ---- the text format ------------------------------------------------- */
 
 /* A label value: backslash, double quote and newline escaped. */
@@ -208,18 +336,106 @@ put_family(FILE *fp, const char *name, const char *type, const char *help)
 	fprintf(fp, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* NAME{K1="V1",K2="V2"} V: N label pairs in KV, keys then values. */
 static void
-put_sample(FILE *fp, const char *name, const char *label, const char *value, double v)
+put_labelled(FILE *fp, const char *name, const char *const *kv, size_t n, double v)
 {
 	fputs(name, fp);
-	if (label) {
-		fprintf(fp, "{%s=\"", label);
-		put_label(fp, value);
-		fputs("\"}", fp);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(fp, "%c%s=\"", i ? ',' : '{', kv[2 * i]);
+		put_label(fp, kv[2 * i + 1]);
+		fputc('"', fp);
 	}
+	if (n)
+		fputc('}', fp);
 	fputc(' ', fp);
 	put_value(fp, v);
 	fputc('\n', fp);
+}
+
+static void
+put_sample(FILE *fp, const char *name, const char *label, const char *value, double v)
+{
+	const char *kv[2] = { label, value };
+
+	put_labelled(fp, name, kv, label ? 1 : 0, v);
+}
+
+/* The board families: one per field of struct metrics_board. */
+static const struct {
+	const char *name;
+	const char *help;
+	size_t off;
+} board_families[] = {
+	{ "vigil_board_utilization_ratio",
+	  "Fraction of the vendor library's last sample period the board was busy.",
+	  offsetof(struct metrics_board, utilization) },
+	{ "vigil_board_memory_used_bytes", "Board memory in use, in bytes.",
+	  offsetof(struct metrics_board, memory_used_bytes) },
+	{ "vigil_board_memory_total_bytes", "Board memory, in bytes.",
+	  offsetof(struct metrics_board, memory_total_bytes) },
+	{ "vigil_board_temperature_celsius", "Board temperature, in degrees Celsius.",
+	  offsetof(struct metrics_board, temperature_celsius) },
+	{ "vigil_board_power_watts", "Board power draw, in watts.",
+	  offsetof(struct metrics_board, power_watts) },
+};
+
+static double
+board_field(const struct board_value *b, size_t off)
+{
+	double v;
+
+	memcpy(&v, (const char *)&b->v + off, sizeof(v));
+	return v;
+}
+
+static void
+put_boards(FILE *fp, const struct metrics *m)
+{
+	for (size_t f = 0; f < sizeof(board_families) / sizeof(board_families[0]); f++) {
+		bool any = false;
+
+		for (size_t i = 0; i < m->nboards; i++) {
+			double v = board_field(&m->boards[i], board_families[f].off);
+			char idx[16];
+			const char *kv[4] = { "node", m->boards[i].node, "board", idx };
+
+			if (isnan(v))
+				continue;
+			if (!any)
+				put_family(fp, board_families[f].name, "gauge", board_families[f].help);
+			any = true;
+			snprintf(idx, sizeof(idx), "%d", m->boards[i].board);
+			put_labelled(fp, board_families[f].name, kv, 2, v);
+		}
+	}
+}
+
+static void
+put_usage(FILE *fp, const struct metrics *m)
+{
+	bool cpu = false, mem = false;
+
+	for (size_t i = 0; i < m->nusage; i++) {
+		if (isnan(m->usage[i].cpu_s))
+			continue;
+		if (!cpu)
+			put_family(fp, "vigil_training_cpu_seconds_total", "counter",
+			           "CPU time (user and system) of the training's processes, in seconds.");
+		cpu = true;
+		put_sample(fp, "vigil_training_cpu_seconds_total", "node", m->usage[i].node,
+		           m->usage[i].cpu_s);
+	}
+	for (size_t i = 0; i < m->nusage; i++) {
+		if (isnan(m->usage[i].memory))
+			continue;
+		if (!mem)
+			put_family(fp, "vigil_training_memory_bytes", "gauge",
+			           "Resident memory of the training's processes, in bytes.");
+		mem = true;
+		put_sample(fp, "vigil_training_memory_bytes", "node", m->usage[i].node,
+		           m->usage[i].memory);
+	}
 }
 
 static void
@@ -271,6 +487,8 @@ format(const struct metrics *m, char **text, size_t *len)
 	put_family(fp, "vigil_nodes", "gauge", "Nodes of the job still reporting (up) and lost.");
 	put_sample(fp, "vigil_nodes", "state", "up", m->up);
 	put_sample(fp, "vigil_nodes", "state", "lost", m->lost);
+	put_boards(fp, m);
+	put_usage(fp, m);
 	bad = ferror(fp) != 0;
 	/* memstream errors are allocation failures */
 	if (fclose(fp) != 0 || bad) {

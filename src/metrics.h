@@ -17,7 +17,19 @@
  *   vigil_alerts_total{kind="ratio|straggler"}
  *   vigil_nodes{state="up|lost"}
  *
- * A family nothing was set for yet is left out (no made-up zeros for
+ * and, per node and board (the slot index), what the vendor's library
+ * says, and per node what the training uses (in base units):
+ *
+ *   vigil_board_utilization_ratio{node="n1",board="0"}    0..1
+ *   vigil_board_memory_used_bytes{node,board}
+ *   vigil_board_memory_total_bytes{node,board}
+ *   vigil_board_temperature_celsius{node,board}
+ *   vigil_board_power_watts{node,board}
+ *   vigil_training_cpu_seconds_total{node="n1"}          user + system
+ *   vigil_training_memory_bytes{node="n1"}               resident
+ *
+ * A family nothing was set for yet is left out, and so is a sample whose
+ * value is NaN (a board whose library does not give its power) (no made-up zeros for
  * timings), except the job state, the iteration and alert counters and the
  * node counts, which start at 0.  Label values are escaped as the format
  * requires (backslash, double quote, newline).  Pure bookkeeping until
@@ -69,6 +81,46 @@ int metrics_add_alert(struct metrics *m, const char *kind);
 
 /* Nodes still reporting, and nodes lost. */
 void metrics_set_nodes(struct metrics *m, unsigned up, unsigned lost);
+
+/* One board's use, as its vendor's library reports it; NAN for a value
+ * the library does not give. */
+struct metrics_board {
+	double utilization;          /* busy fraction of the last sample, 0..1 */
+	double memory_used_bytes;
+	double memory_total_bytes;
+	double temperature_celsius;
+	double power_watts;
+};
+
+/* A metrics_board with every value NAN. */
+void metrics_board_init(struct metrics_board *b);
+
+/*
+ * Board BOARD (the slot index, >= 0) of NODE.  Boards keep the order in
+ * which they were first set.  Returns 0, -EINVAL for a negative BOARD, or
+ * -ENOMEM.
+ */
+int metrics_set_board(struct metrics *m, const char *node, int board,
+                      const struct metrics_board *b);
+
+/*
+ * The boards of NODE from the array vhealth_usage_to_json() builds on that
+ * node ([{"index", "utilization", "memory_used_bytes", ...}], a value left
+ * out when unknown), as it arrives in the node's note: an entry without a
+ * valid "index", or a value of the wrong type or range, is skipped.
+ * Returns the number of boards set, -EINVAL when USAGE is not an array,
+ * or -ENOMEM.
+ */
+struct cJSON;
+int metrics_set_boards_json(struct metrics *m, const char *node, const struct cJSON *usage);
+
+/*
+ * The training's use on NODE: CPU_SECONDS, user plus system time of its
+ * processes so far (a counter: a fall reads as a reset), and MEMORY_BYTES
+ * resident now.  NAN leaves a value out.  Returns 0 or -ENOMEM.
+ */
+int metrics_set_training_usage(struct metrics *m, const char *node, double cpu_seconds,
+                               double memory_bytes);
 
 /*
  * Replace PATH with the current values, atomically: the text goes to a

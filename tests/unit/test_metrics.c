@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cJSON.h>
+
 #include "metrics.h"
 
 /* Room for the metrics file as read back (slurp()). */
@@ -319,6 +321,103 @@ test_errors(void **state)
 	}
 }
 
+/* Boards and the training's use: base units, NaN left out, order kept. */
+static void
+test_boards(void **state)
+{
+	struct fixture *f = *state;
+	struct metrics_board b;
+	char *text;
+
+	metrics_board_init(&b);
+	assert_true(isnan(b.power_watts));
+	b.utilization = 0.93;
+	b.memory_used_bytes = 42949672960.0;
+	b.memory_total_bytes = 85899345920.0;
+	b.temperature_celsius = 61;
+	b.power_watts = 612.345;
+	assert_int_equal(metrics_set_board(f->m, "n2", 1, &b), 0);
+	b.utilization = 0.5;
+	b.power_watts = NAN;  /* this board's library gives no power */
+	assert_int_equal(metrics_set_board(f->m, "n1", 0, &b), 0);
+	b.utilization = 0.25;
+	b.power_watts = 612.345;
+	assert_int_equal(metrics_set_board(f->m, "n2", 1, &b), 0);  /* in place */
+	assert_int_equal(metrics_set_board(f->m, "n1", -1, &b), -EINVAL);
+	assert_int_equal(metrics_set_training_usage(f->m, "n1", 1234.5, 3221225472.0), 0);
+	assert_int_equal(metrics_set_training_usage(f->m, "n2", NAN, 1048576), 0);
+	assert_int_equal(metrics_set_training_usage(f->m, "n1", 1240, 3221225472.0), 0);
+	assert_int_equal(metrics_write(f->m, f->path), 0);
+	text = slurp(f->path, TEXT_SIZE, NULL);
+	assert_non_null(strstr(text,
+		"# HELP vigil_board_utilization_ratio Fraction of the vendor library's last sample period the board was busy.\n"
+		"# TYPE vigil_board_utilization_ratio gauge\n"
+		"vigil_board_utilization_ratio{node=\"n2\",board=\"1\"} 0.25\n"
+		"vigil_board_utilization_ratio{node=\"n1\",board=\"0\"} 0.5\n"
+		"# HELP vigil_board_memory_used_bytes Board memory in use, in bytes.\n"
+		"# TYPE vigil_board_memory_used_bytes gauge\n"
+		"vigil_board_memory_used_bytes{node=\"n2\",board=\"1\"} 42949672960\n"));
+	assert_non_null(strstr(text,
+		"# TYPE vigil_board_power_watts gauge\n"
+		"vigil_board_power_watts{node=\"n2\",board=\"1\"} 612.345\n"
+		"# HELP vigil_training_cpu_seconds_total "));
+	assert_null(strstr(text, "vigil_board_power_watts{node=\"n1\""));
+	assert_non_null(strstr(text,
+		"# TYPE vigil_training_cpu_seconds_total counter\n"
+		"vigil_training_cpu_seconds_total{node=\"n1\"} 1240\n"
+		"# HELP vigil_training_memory_bytes Resident memory of the training's processes, in bytes.\n"
+		"# TYPE vigil_training_memory_bytes gauge\n"
+		"vigil_training_memory_bytes{node=\"n1\"} 3221225472\n"
+		"vigil_training_memory_bytes{node=\"n2\"} 1048576\n"));
+	assert_null(strstr(text, "nan"));
+	assert_null(strstr(text, "NaN"));
+	free(text);
+}
+
+/* A node's usage note, as another agent sent it: bad entries skipped. */
+static void
+test_boards_json(void **state)
+{
+	struct fixture *f = *state;
+	cJSON *u = cJSON_Parse("[{\"vendor\": \"nvml\", \"index\": 3, \"utilization\": 0.75,"
+	                       "  \"memory_used_bytes\": 1024, \"power_watts\": 300.5},"
+	                       " {\"index\": -1, \"utilization\": 0.5},"
+	                       " {\"index\": 4, \"utilization\": 7, \"temperature_celsius\": \"hot\"},"
+	                       " {\"utilization\": 0.5}, 17]");
+	char *text;
+
+	assert_non_null(u);
+	assert_int_equal(metrics_set_boards_json(f->m, "n1", u), 2);
+	assert_int_equal(metrics_set_boards_json(f->m, "n1", cJSON_GetArrayItem(u, 0)), -EINVAL);
+	cJSON_Delete(u);
+	assert_int_equal(metrics_write(f->m, f->path), 0);
+	text = slurp(f->path, TEXT_SIZE, NULL);
+	assert_non_null(strstr(text, "vigil_board_utilization_ratio{node=\"n1\",board=\"3\"} 0.75\n"
+	                             "# HELP"));
+	assert_non_null(strstr(text, "vigil_board_memory_used_bytes{node=\"n1\",board=\"3\"} 1024\n"));
+	assert_non_null(strstr(text, "vigil_board_power_watts{node=\"n1\",board=\"3\"} 300.5\n"));
+	/* Board 4 is known, but none of its values is valid. */
+	assert_null(strstr(text, "board=\"4\""));
+	free(text);
+}
+
+/* No board set: no board family, not even its HELP line. */
+static void
+test_boards_absent(void **state)
+{
+	struct fixture *f = *state;
+	struct metrics_board b;
+	char *text;
+
+	metrics_board_init(&b);
+	assert_int_equal(metrics_set_board(f->m, "n1", 0, &b), 0);  /* nothing known */
+	assert_int_equal(metrics_write(f->m, f->path), 0);
+	text = slurp(f->path, TEXT_SIZE, NULL);
+	assert_null(strstr(text, "vigil_board_"));
+	assert_null(strstr(text, "vigil_training_"));
+	free(text);
+}
+
 int
 main(void)
 {
@@ -331,6 +430,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_atomic_replace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_relative_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_boards, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_boards_absent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_boards_json, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

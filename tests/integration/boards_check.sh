@@ -1,0 +1,94 @@
+#!/bin/bash
+# The board check of `vigil check` and of the pre-check under mpirun,
+# through the real dlopen() path against the fake NVML of tests/fakevendor
+# (NVML's documented contract; the real library needs the boards), named
+# by path in the configuration as a site does: a pending row remap, a
+# reset-required recovery action, a board lost from the bus or gone from
+# the enumeration, uncorrectable ECC errors fail; a throttled board warns;
+# a library that hangs is cut off; an absent library is not an event.
+. "$(dirname "$0")/lib.sh"
+
+: "${FAKEVENDOR_DIR:?FAKEVENDOR_DIR must name the fake vendor libraries}"
+R="$SCRATCH/root"
+make_root "$R"
+export VIGIL_FAKE_VENDOR="$SCRATCH/script"
+printf '{"check": {"boards": {"nvml_library": "%s/libnvidia-ml.so.1"}}}\n' "$FAKEVENDOR_DIR" \
+	> "$SCRATCH/cfg.json"
+flags="--sysfs-root $R $(pascal_flags) --config $SCRATCH/cfg.json"
+BOARDS='nvidia 0 bus 0000:04:00.0
+nvidia 1 bus 0000:07:00.0'
+script() { printf '%s\n%s\n' "$BOARDS" "$1" > "$VIGIL_FAKE_VENDOR"; }
+
+script ""
+out=$("$VIGIL" check $flags 2>&1); rc=$?
+expect_eq "healthy boards: exit" 0 "$rc"
+expect_eq "healthy boards: silent" "" "$out"
+
+# case SCRIPT REGEX: one line naming the board check, exit 80.
+case_fail() {
+	script "$1"
+	out=$("$VIGIL" check $flags 2>/dev/null); rc=$?
+	expect_eq "$2: exit" 80 "$rc"
+	expect_match "$2: the line" "$3" "$out"
+}
+case_fail "nvidia 0 remap.pending 1" "pending row remap" \
+	'^vigil: boards: row-remap 0000:04:00\.0: row remapping pending'
+case_fail "nvidia 1 recovery reset" "reset-required recovery action" \
+	'^vigil: boards: recovery 0000:07:00\.0: .*reset the GPU'
+case_fail "nvidia 1 error nvmlDeviceGetTemperature 16" "reset required" \
+	'^vigil: boards: recovery 0000:07:00\.0: the GPU needs a reset'
+case_fail "nvidia 1 lost 1" "lost from the bus" \
+	'^vigil: boards: board nvml:1: GPU is lost'
+case_fail "nvidia 1 absent 1" "gone from the enumeration" \
+	'^vigil: boards: board 0000:07:00\.0: slot 1 is not among the 1 board NVML sees'
+case_fail "nvidia 0 ecc.volatile.uncorrected 2" "uncorrectable ECC" \
+	'^vigil: boards: ecc 0000:04:00\.0: 2 uncorrectable ECC errors'
+
+script "nvidia 0 throttle hw_thermal,power_brake"
+out=$("$VIGIL" check $flags 2>&1); rc=$?
+expect_eq "throttled: exit" 0 "$rc"
+out=$("$VIGIL" check -v $flags 2>&1)
+expect_match "throttled: a warning with -v" \
+	'boards: throttle 0000:04:00\.0: clocks slowed down: HW thermal slowdown, HW power brake' "$out"
+
+# A library stuck on a wedged board is cut off after the timeout.
+printf 'nvidia - hang init\n%s\n' "$BOARDS" > "$VIGIL_FAKE_VENDOR"
+t0=$(date +%s%N)
+out=$("$VIGIL" check -v --timeout 1 $flags 2>&1); rc=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+expect_eq "hung library: exit" 0 "$rc"
+expect_match "hung library: warning" 'boards: board nvml: NVML: did not answer within 1 s' "$out"
+if [ "$ms" -lt 5000 ]; then pass "hung library: cut off (${ms} ms)"; else fail "hung library: ${ms} ms"; fi
+
+# No library at the configured path, or none configured under another
+# sysfs root: not an event, whatever the script says.
+script "nvidia 0 remap.pending 1"
+printf '{"check": {"boards": {"nvml_library": "%s/none.so"}}}\n' "$SCRATCH" > "$SCRATCH/none.json"
+out=$("$VIGIL" check --sysfs-root "$R" $(pascal_flags) --config "$SCRATCH/none.json" 2>&1); rc=$?
+expect_eq "absent library: exit" 0 "$rc"
+expect_eq "absent library: silent" "" "$out"
+out=$("$VIGIL" check --sysfs-root "$R" $(pascal_flags) 2>&1); rc=$?
+expect_eq "no library asked under another root" 0 "$rc"
+
+# --json: the facts behind the verdict.
+script "nvidia 0 utilization 50"
+summary=$("$VIGIL" check --json $flags 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+c = [x for x in d["nodes"][0]["report"]["checks"] if x["name"] == "boards"][0]
+n = c["details"]["libraries"]["nvml"]
+print(c["verdict"], n["available"], n["count"], n["boards"][0]["pci_bus_id"],
+      n["boards"][0]["utilization_percent"])')
+expect_eq "json: the boards check and its facts" "pass True 2 0000:04:00.0 50" "$summary"
+
+# The pre-check under mpirun: the node whose board waits for a reset fails.
+printf '%s\n' "$BOARDS" > "$SCRATCH/s0"
+printf '%s\nnvidia 0 remap.pending 1\n' "$BOARDS" > "$SCRATCH/s1"
+out=$(timeout -k 5 60 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none \
+	-np 1 env VIGIL_NODE_NAME=n0 VIGIL_FAKE_VENDOR="$SCRATCH/s0" "$VIGIL" check $flags : \
+	-np 1 env VIGIL_NODE_NAME=n1 VIGIL_FAKE_VENDOR="$SCRATCH/s1" "$VIGIL" check $flags 2>&1); rc=$?
+expect_eq "mpirun: exit" 80 "$rc"
+expect_match "mpirun: the node named" 'n1 \(rank 1\): boards: row-remap 0000:04:00\.0' "$out"
+expect_match "mpirun: one of two" '1 of 2 nodes unhealthy' "$out"
+
+finish
