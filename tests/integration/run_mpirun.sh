@@ -133,7 +133,7 @@ if ls "$SCRATCH"/started.* >/dev/null 2>&1; then fail "a training started"; else
 # bounded, nothing hangs.
 printf '{"check": {"gather_timeout": 3}}\n' > "$SCRATCH/short.json"
 start=$(date +%s)
-out=$(timeout 60 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none \
+out=$(timeout -k 5 60 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none \
 	-np 1 "$VIGIL" run --config "$SCRATCH/short.json" --precheck off -- true : \
 	-np 1 "$VIGIL" run --config "$SCRATCH/short.json" --precheck off -- true : \
 	-np 1 "$HANG_PEER" 100 2>&1); rc=$?

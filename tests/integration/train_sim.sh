@@ -70,7 +70,7 @@ expect_eq "simulator is executable" yes "$([ -x "$SIM" ] && echo yes)"
 
 # A plain run: ready, identity, timing lines in the manual's format, done.
 c="$SCRATCH/c"
-out=$(RANK=3 WORLD_SIZE=4 VIGIL_RESTART_COUNT=2 timeout 60 "$SIM" \
+out=$(RANK=3 WORLD_SIZE=4 VIGIL_RESTART_COUNT=2 timeout -k 5 60 "$SIM" \
 	--iters 3 --iter-ms 20 --hw-ratio 0.5 --ckpt-dir "$c"); rc=$?
 expect_eq "plain run exit" 0 "$rc"
 expect_match "first line is ready and a pid" '^ready [0-9]+$' "$(printf '%s\n' "$out" | sed -n 1p)"
@@ -101,12 +101,12 @@ expect_eq "no temporary file left" "train_sim-rank0.json" "$(ls "$c")"
 expect_eq "no done after the checkpoint" 0 "$(count '^done$' "$log")"
 
 # A restart resumes after that iteration and stops at --iters.
-out=$(timeout 60 "$SIM" --iters $((saved + 2)) --iter-ms 10 --ckpt-dir "$c"); rc=$?
+out=$(timeout -k 5 60 "$SIM" --iters $((saved + 2)) --iter-ms 10 --ckpt-dir "$c"); rc=$?
 expect_eq "resume exit" 0 "$rc"
 expect_eq "resume line" "resumed from iteration $saved" "$(printf '%s\n' "$out" | grep '^resumed')"
 expect_eq "two iterations left" 2 "$(printf '%s\n' "$out" | grep -Ec "$TIMING")"
 # Another rank has no checkpoint of its own.
-out=$(RANK=1 timeout 60 "$SIM" --iters 1 --iter-ms 1 --ckpt-dir "$c")
+out=$(RANK=1 timeout -k 5 60 "$SIM" --iters 1 --iter-ms 1 --ckpt-dir "$c")
 expect_no_match "rank 1 starts afresh" '^resumed' "$out"
 
 # --no-exit-on-ckpt: save and carry on to the end.
@@ -134,22 +134,22 @@ expect_eq "only SIGUSR2 saves" "signal SIGUSR1|signal SIGUSR2|checkpoint saved a
 	"$(grep -Ev "$TIMING|^ready|^rank" "$log" | sed 's/iteration [0-9]*$/iteration N/' | paste -sd'|')"
 
 # A crash at iteration 3: its status, a traceback on stderr, two iterations.
-out=$(timeout 60 "$SIM" --iters 10 --iter-ms 1 --crash-at 3 --crash-code 42 \
+out=$(timeout -k 5 60 "$SIM" --iters 10 --iter-ms 1 --crash-at 3 --crash-code 42 \
 	--ckpt-dir "$SCRATCH/c4" 2>"$SCRATCH/crash.err"); rc=$?
 expect_eq "crash exit" 42 "$rc"
 expect_eq "iterations before the crash" 2 "$(printf '%s\n' "$out" | grep -Ec "$TIMING")"
 expect_match "traceback on stderr" '^Traceback' "$(cat "$SCRATCH/crash.err")"
 expect_match "crash names the iteration" 'simulated crash at iteration 3' "$(cat "$SCRATCH/crash.err")"
-out=$(timeout 60 "$SIM" --iters 10 --iter-ms 1 --crash-at 3 --ckpt-dir "$SCRATCH/c4" 2>/dev/null); rc=$?
+out=$(timeout -k 5 60 "$SIM" --iters 10 --iter-ms 1 --crash-at 3 --ckpt-dir "$SCRATCH/c4" 2>/dev/null); rc=$?
 expect_eq "default crash code" 1 "$rc"
-out=$(VIGIL_RESTART_COUNT=1 timeout 60 "$SIM" --iters 10 --iter-ms 1 --crash-at 3 --crash-times 1 \
+out=$(VIGIL_RESTART_COUNT=1 timeout -k 5 60 "$SIM" --iters 10 --iter-ms 1 --crash-at 3 --crash-times 1 \
 	--ckpt-dir "$SCRATCH/c4" 2>&1); rc=$?
 expect_eq "no crash after --crash-times restarts" 0 "$rc"
 # With --ckpt-every the restart resumes from the last periodic checkpoint.
-out=$(timeout 60 "$SIM" --iters 10 --iter-ms 1 --crash-at 8 --ckpt-every 3 \
+out=$(timeout -k 5 60 "$SIM" --iters 10 --iter-ms 1 --crash-at 8 --ckpt-every 3 \
 	--ckpt-dir "$SCRATCH/c5" 2>/dev/null); rc=$?
 expect_eq "periodic checkpoints before the crash" "1 6" "$rc $(printf '%s\n' "$out" | sed -n 's/^checkpoint saved at iteration //p' | tail -n 1)"
-out=$(timeout 60 "$SIM" --iters 10 --iter-ms 1 --ckpt-dir "$SCRATCH/c5"); rc=$?
+out=$(timeout -k 5 60 "$SIM" --iters 10 --iter-ms 1 --ckpt-dir "$SCRATCH/c5"); rc=$?
 expect_match "restart after crash resumes" '^resumed from iteration 6$' "$out"
 
 # SIGTERM: checkpoint and 143.
