@@ -21,6 +21,7 @@
 #include "facts.h"
 #include "hwmon.h"
 #include "judge.h"
+#include "vhealth.h"
 
 /* One run: the facts, the rules, and allocation failure noted once. */
 struct run {
@@ -29,6 +30,7 @@ struct run {
 	const struct facts *facts;
 	const struct judge_rules *rules;
 	struct check_report *report;
+	bool live;                 /* the sysfs root is this system's: libraries may be asked */
 	bool oom;
 };
 
@@ -516,6 +518,48 @@ check_nics(struct verdicts *vs, struct judge *j)
 
 /* --- running ----------------------------------------------------------- */
 
+/* --- boards: what the vendors' own libraries say (vhealth.h) ----------- */
+
+static void
+check_boards(struct verdicts *vs, struct judge *j)
+{
+	struct run *run = vs->run;
+	const struct check_ctx *ctx = run->ctx;
+	size_t nslots = ctx->slots ? ctx->nslots : 0, n = 0, asked = 0;
+	struct vhealth_facts *facts = vhealth_facts_new();
+	struct vhealth_finding *f = NULL;
+	int rc;
+
+	if (!facts) {
+		run->oom = true;
+		return;
+	}
+	/* in timed children: a wedged GPU can hang NVML */
+	rc = vhealth_gather(run->cfg, ctx->slots, nslots, run->live, facts);
+	if (rc == 0)
+		rc = vhealth_judge(&run->cfg->boards, ctx->slots, nslots, facts, NULL, &f, &n);
+	if (rc == -ENOMEM) {
+		run->oom = true;
+	} else if (rc < 0) {
+		judge_say(j, VERDICT_WARN, "board", "libraries",
+		          "the vendors' libraries cannot be asked: %s", strerror(-rc));
+	} else {
+		jadd(run, vs->r->details, "libraries", vhealth_facts_to_json(facts));
+		for (size_t i = 0; i < n; i++)
+			judge_say(j, f[i].verdict, f[i].what, f[i].device, "%s %s: %s", f[i].what,
+			          f[i].device, f[i].evidence);
+		for (unsigned k = 0; k < VENDOR_NKINDS; k++)
+			asked += facts->asked[k] && facts->rc[k] == 0;
+	}
+	if (asked)
+		summary(vs, "%zu %s reported healthy by the vendors' libraries", nslots,
+		        plural((long long)nslots, "board", "boards"));
+	else
+		summary(vs, "no vendor library asked");
+	free(f);
+	free(facts);
+}
+
 /*
  * The checks, in order.  A new one (a new source of facts with judges of
  * its own) is a row here: it renders its facts into the result's details
@@ -526,6 +570,7 @@ static const struct {
 	void (*fn)(struct verdicts *vs, struct judge *j);
 } checks[] = {
 	{ "slots", check_slots },
+	{ "boards", check_boards },
 	{ "memory", check_memory },
 	{ "storage", check_storage },
 	{ "limits", check_limits },
@@ -563,6 +608,7 @@ check_run(const struct check_ctx *ctx, struct check_report *out)
 	rc = hwmon_open(cfg->sysfs_root ? cfg->sysfs_root : "/", &hw);
 	if (rc < 0)
 		return rc;
+	run.live = hwmon_is_live(hw);
 	rc = facts_gather(hw, cfg, ctx->slots, ctx->slots ? ctx->nslots : 0, &facts);
 	if (rc < 0)
 		goto out;

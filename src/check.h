@@ -7,7 +7,8 @@
  * renders its part of them as details and has the judges (judge.h, shared
  * with the inspection) evaluate them against the configuration: a name, a
  * verdict, a one-line reason and details.  The checks, in order: "slots",
- * "memory", "storage", "limits", "nics".
+ * "boards" (the vendors' libraries, vhealth.h), "memory", "storage",
+ * "limits", "nics".
  *
  * Nothing here calls MPI or hwloc: the slots come in from topo.
  */
@@ -23,7 +24,7 @@
 #include "verdict.h"
 
 struct check_result {
-	char name[32];        /* "slots", "memory", "storage", "limits", "nics" */
+	char name[32];        /* "slots", "boards", "memory", "storage", "limits", "nics" */
 	enum verdict verdict;
 	char reason[256];     /* one line, no newline: "eth1 is down (operstate down)" */
 	cJSON *details;       /* owned; a JSON object with the facts, never NULL after a run */

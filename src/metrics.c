@@ -438,13 +438,18 @@ put_usage(FILE *fp, const struct metrics *m)
 	}
 }
 
+/*
+ * Min, mean and max of S, divided by DIV (1000: milliseconds to seconds,
+ * the base unit; a division, so that 110.125 ms prints as 0.110125).
+ */
 static void
-put_stats(FILE *fp, const char *name, const char *help, const struct metrics_stats *s)
+put_stats(FILE *fp, const char *name, const char *help, const struct metrics_stats *s,
+          double div)
 {
 	put_family(fp, name, "gauge", help);
-	put_sample(fp, name, "stat", "min", s->min);
-	put_sample(fp, name, "stat", "mean", s->mean);
-	put_sample(fp, name, "stat", "max", s->max);
+	put_sample(fp, name, "stat", "min", s->min / div);
+	put_sample(fp, name, "stat", "mean", s->mean / div);
+	put_sample(fp, name, "stat", "max", s->max / div);
 }
 
 /* The whole file into a new buffer *TEXT of *LEN bytes.  0 or -ENOMEM. */
@@ -464,22 +469,24 @@ format(const struct metrics *m, char **text, size_t *len)
 	           "Training iterations complete on every node.");
 	fprintf(fp, "vigil_iterations_total %" PRIu64 "\n", m->iterations);
 	if (m->have_iteration) {
-		put_stats(fp, "vigil_iteration_e2e_ms",
-		          "End-to-end time of the last iteration across nodes, in milliseconds.",
-		          &m->e2e);
-		put_stats(fp, "vigil_iteration_hw_ms",
-		          "Hardware time of the last iteration across nodes, in milliseconds.",
-		          &m->hw);
+		/* Prometheus's base unit of time is the second; the training
+		 * prints milliseconds. */
+		put_stats(fp, "vigil_iteration_e2e_seconds",
+		          "End-to-end time of the last iteration across nodes, in seconds.",
+		          &m->e2e, 1000);
+		put_stats(fp, "vigil_iteration_hw_seconds",
+		          "Hardware time of the last iteration across nodes, in seconds.",
+		          &m->hw, 1000);
 		put_stats(fp, "vigil_iteration_hw_e2e_ratio",
 		          "Hardware time over end-to-end time of the last iteration across nodes.",
-		          &m->ratio);
+		          &m->ratio, 1);
 	}
 	if (m->nnodes > 0) {
-		put_family(fp, "vigil_node_e2e_ms", "gauge",
-		           "End-to-end time of the last iteration on each node, in milliseconds.");
+		put_family(fp, "vigil_node_e2e_seconds", "gauge",
+		           "End-to-end time of the last iteration on each node, in seconds.");
 		for (size_t i = 0; i < m->nnodes; i++)
-			put_sample(fp, "vigil_node_e2e_ms", "node", m->nodes[i].name,
-			           m->nodes[i].value);
+			put_sample(fp, "vigil_node_e2e_seconds", "node", m->nodes[i].name,
+			           m->nodes[i].value / 1000);
 	}
 	put_family(fp, "vigil_alerts_total", "counter", "Performance alerts raised, by kind.");
 	for (size_t i = 0; i < m->nalerts; i++)

@@ -10,10 +10,10 @@
  *
  *   vigil_job_state{state="running|succeeded|error|stopped|expired"}  1 for the current one
  *   vigil_iterations_total                  iterations complete on every node
- *   vigil_iteration_e2e_ms{stat="min|mean|max"}       the last iteration, across nodes
- *   vigil_iteration_hw_ms{stat="min|mean|max"}
+ *   vigil_iteration_e2e_seconds{stat="min|mean|max"}  the last iteration, across nodes
+ *   vigil_iteration_hw_seconds{stat="min|mean|max"}
  *   vigil_iteration_hw_e2e_ratio{stat="min|mean|max"}
- *   vigil_node_e2e_ms{node="n1"}            each node's last e2e time
+ *   vigil_node_e2e_seconds{node="n1"}       each node's last e2e time
  *   vigil_alerts_total{kind="ratio|straggler"}
  *   vigil_nodes{state="up|lost"}
  *

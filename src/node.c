@@ -17,6 +17,7 @@
 #include "vigil.h"
 #include "child.h"
 #include "ckpt.h"
+#include "hwmon.h"
 #include "inspect.h"
 #include "linebuf.h"
 #include "log.h"
@@ -25,6 +26,7 @@
 #include "node.h"
 #include "output.h"
 #include "sig.h"
+#include "vhealth.h"
 
 extern char **environ;
 
@@ -87,6 +89,7 @@ struct node {
 	bool started, quiet;
 	struct loop_timer *beat_timer, *inspect_timer;
 	struct inspect *insp;
+	struct vhealth_monitor *vmon; /* the boards, as the vendors' libraries see them */
 	char **reported;          /* findings already sent: "what device verdict" */
 	size_t nreported;
 };
@@ -466,31 +469,16 @@ already_reported(struct node *n, const char *key)
 	return false;
 }
 
-/* Every --inspect-interval: what is wrong now that was not before goes to
- * the coordinator, which decides. */
-static long
-on_inspect(struct loop *l, void *arg)
+/* Tell the coordinator, which decides, what is wrong now that was not before. */
+static void
+report_findings(struct node *n, const struct inspect_finding *f, size_t nf)
 {
-	struct node *n = arg;
-	struct inspect_finding *f = NULL;
 	struct msg m = { .kind = MSG_NOTE };
-	struct msg_finding *mf;
-	size_t nf = 0;
-	int rc, k = 0;
+	struct msg_finding *mf = calloc(nf > 0 ? nf : 1, sizeof(*mf));
+	int k = 0;
 
-	(void)l;
-	if (n->quiet) {
-		n->inspect_timer = NULL;
-		return LOOP_NOMORE;
-	}
-	rc = inspect_run(n->insp, &f, &nf);
-	if (rc < 0) {
-		LOG_WARN("inspection failed: %s", strerror(-rc));
-		return (long)(n->ro->inspect_s * 1000);
-	}
-	mf = calloc(nf > 0 ? nf : 1, sizeof(*mf));
 	for (size_t i = 0; mf && i < nf; i++) {
-		char key[128];
+		char key[160];
 
 		snprintf(key, sizeof(key), "%s %s %s", f[i].what, f[i].device,
 		         verdict_name(f[i].verdict));
@@ -509,8 +497,90 @@ on_inspect(struct loop *l, void *arg)
 		send_msg(n, &m);
 	}
 	free(mf);
+}
+
+/* What the vendors' libraries say now (vhealth.h), as inspection findings. */
+static void
+take_board_findings(struct node *n)
+{
+	struct vhealth_finding *vf = NULL;
+	struct inspect_finding *f;
+	size_t vn = 0;
+
+	if (!n->vmon || vhealth_monitor_take(n->vmon, &vf, &vn) < 0 || vn == 0) {
+		free(vf);
+		return;
+	}
+	f = calloc(vn, sizeof(*f));
+	for (size_t i = 0; f && i < vn; i++) {
+		/* the same shape: vhealth_finding mirrors inspect_finding */
+		snprintf(f[i].what, sizeof(f[i].what), "%s", vf[i].what);
+		snprintf(f[i].device, sizeof(f[i].device), "%s", vf[i].device);
+		f[i].verdict = vf[i].verdict;
+		snprintf(f[i].evidence, sizeof(f[i].evidence), "%s", vf[i].evidence);
+	}
+	if (f)
+		report_findings(n, f, vn);
 	free(f);
+	free(vf);
+}
+
+/* The board monitor sent something (facts, or an event such as an XID): at once. */
+static void
+on_boards(struct loop *l, int fd, short revents, void *arg)
+{
+	struct node *n = arg;
+
+	(void)l;
+	(void)fd;
+	(void)revents;
+	if (!n->quiet)
+		take_board_findings(n);
+}
+
+/* Every --inspect-interval: sysfs, then the boards. */
+static long
+on_inspect(struct loop *l, void *arg)
+{
+	struct node *n = arg;
+	struct inspect_finding *f = NULL;
+	size_t nf = 0;
+	int rc;
+
+	(void)l;
+	if (n->quiet) {
+		n->inspect_timer = NULL;
+		return LOOP_NOMORE;
+	}
+	rc = inspect_run(n->insp, &f, &nf);
+	if (rc < 0)
+		LOG_WARN("inspection failed: %s", strerror(-rc));
+	else
+		report_findings(n, f, nf);
+	free(f);
+	take_board_findings(n);
 	return (long)(n->ro->inspect_s * 1000);
+}
+
+/* The vendors' libraries, watched by a child of their own (vhealth_monitor_start()). */
+static void
+start_board_monitor(struct node *n)
+{
+	struct hwmon *hw = NULL;
+	bool live = hwmon_open(n->o.cfg->sysfs_root, &hw) == 0 && hwmon_is_live(hw);
+	int rc;
+
+	hwmon_free(hw);
+	rc = vhealth_monitor_start(&n->o.cfg->boards, n->o.cfg->check_timeout_s, n->o.slots,
+	                           n->o.nslots, live, n->ro->inspect_s, &n->vmon);
+	if (rc == -ENOENT)
+		return;  /* no board of a vendor with a library to ask */
+	if (rc < 0) {
+		LOG_WARN("the boards are not watched: %s", strerror(-rc));
+		return;
+	}
+	if (loop_add_fd(n->loop, vhealth_monitor_fd(n->vmon), POLLIN, on_boards, n) < 0)
+		LOG_WARN("board events wait for the inspection interval");
 }
 
 /* Heartbeats and inspection, once per job, with the first launch. */
@@ -540,6 +610,7 @@ start_watching(struct node *n)
 		                                  on_inspect, n);
 		if (!n->inspect_timer)
 			return -ENOMEM;
+		start_board_monitor(n);
 	}
 	return 0;
 }
@@ -946,6 +1017,11 @@ void
 node_quiet(struct node *n)
 {
 	n->quiet = true;
+	if (n->vmon) {
+		(void)loop_del_fd(n->loop, vhealth_monitor_fd(n->vmon));
+		vhealth_monitor_free(n->vmon);
+		n->vmon = NULL;
+	}
 	loop_del_timer(n->loop, n->beat_timer);
 	loop_del_timer(n->loop, n->inspect_timer);
 	n->beat_timer = n->inspect_timer = NULL;
@@ -991,6 +1067,9 @@ node_free(struct node *n)
 	linebuf_free(n->errlines);
 	linebuf_free(n->outlines);
 	inspect_free(n->insp);
+	if (n->vmon)
+		(void)loop_del_fd(n->loop, vhealth_monitor_fd(n->vmon));
+	vhealth_monitor_free(n->vmon);
 	for (int i = 0; i < TAIL_LINES; i++)
 		free(n->tail[i]);
 	for (size_t i = 0; i < n->nreported; i++)

@@ -65,7 +65,7 @@ for ((i = 0; i < 40; i++)); do [ -s "$SCRATCH/notify.out" ] && break; sleep 0.05
 expect_match "the notifier got the alert as JSON" '"kind":"straggler".*"node":"n3"' "$(cat "$SCRATCH/notify.out" 2>/dev/null)"
 expect_match "metrics: iterations" '^vigil_iterations_total 8$' "$(cat "$SCRATCH/m.prom")"
 expect_match "metrics: straggler alerts" '^vigil_alerts_total\{kind="straggler"\} 1$' "$(cat "$SCRATCH/m.prom")"
-expect_match "metrics: node e2e" '^vigil_node_e2e_ms\{node="n3"\} 1500$' "$(cat "$SCRATCH/m.prom")"
+expect_match "metrics: node e2e" '^vigil_node_e2e_seconds\{node="n3"\} 1.5$' "$(cat "$SCRATCH/m.prom")"
 
 # Below the threshold (low device utilisation): n3's ratio from iteration
 # 4 on is 0.34 < 0.4, so the alert fires at iteration 6, naming n3.

@@ -320,13 +320,14 @@ run_in_child(struct fix *f, int (*prep)(struct fix *f), char *out, size_t len, b
 static void
 test_healthy(void **state)
 {
-	static const char *const names[] = { "slots", "memory", "storage", "limits", "nics" };
+	static const char *const names[] = { "slots", "boards", "memory", "storage", "limits",
+	                                     "nics" };
 	struct fix *f = *state;
 	const struct check_result *r;
 
 	run(f);
-	assert_int_equal(f->rep.n, 5);
-	for (size_t i = 0; i < 5; i++) {
+	assert_int_equal(f->rep.n, 6);
+	for (size_t i = 0; i < 6; i++) {
 		r = &f->rep.results[i];
 		assert_string_equal(r->name, names[i]);
 		if (r->verdict != VERDICT_PASS)
@@ -1088,7 +1089,7 @@ test_stop_at_first_failure(void **state)
 	assert_string_equal(check_report_first(&f->rep, VERDICT_WARN)->name, "slots");
 	f->ctx.all = true;
 	run(f);
-	assert_int_equal(f->rep.n, 5);
+	assert_int_equal(f->rep.n, 6);
 
 	/* Warnings do not stop it; the first failure does. */
 	f->cfg.slots_expected = 2;
@@ -1096,9 +1097,10 @@ test_stop_at_first_failure(void **state)
 	f->cfg.mem_min_free_mb = 1LL << 40;
 	f->ctx.all = false;
 	run(f);
-	assert_int_equal(f->rep.n, 2);
+	assert_int_equal(f->rep.n, 3);
 	assert_int_equal(f->rep.results[0].verdict, VERDICT_WARN);
-	assert_int_equal(f->rep.results[1].verdict, VERDICT_FAIL);
+	assert_int_equal(f->rep.results[1].verdict, VERDICT_PASS);  /* boards: no library */
+	assert_int_equal(f->rep.results[2].verdict, VERDICT_FAIL);
 	assert_int_equal(check_report_verdict(&f->rep), VERDICT_FAIL);
 	assert_string_equal(check_report_first(&f->rep, VERDICT_WARN)->name, "memory");
 	assert_string_equal(check_report_first(&f->rep, VERDICT_FAIL)->name, "memory");
@@ -1277,7 +1279,7 @@ test_live_root(void **state)
 		cfg.driver_required = false;
 	}
 	assert_int_equal(check_run(&ctx, &rep), 0);
-	assert_int_equal(rep.n, 5);
+	assert_int_equal(rep.n, 6);
 	if (ctx.nslots) {
 		const cJSON *nvml = cJSON_GetObjectItem(rep.results[0].details, "nvml");
 
@@ -1289,8 +1291,8 @@ test_live_root(void **state)
 		assert_true(rep.results[i].reason[0] != '\0');
 	}
 	/* libnuma (or sysfs) found at least one node with memory. */
-	assert_int_equal(rep.results[1].verdict, VERDICT_PASS);
-	assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(rep.results[1].details, "nodes")) > 0);
+	assert_int_equal(rep.results[2].verdict, VERDICT_PASS);
+	assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(rep.results[2].details, "nodes")) > 0);
 	check_report_free(&rep);
 	config_free(&cfg);
 }

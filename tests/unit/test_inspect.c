@@ -732,14 +732,14 @@ test_same_words(void **state)
 	assert_string_equal(rep.results[0].name, "slots");
 	assert_string_equal(rep.results[0].reason, f->f[0].evidence);
 	assert_string_equal(f->f[0].evidence, "slot 1 (" BUS1 ") is missing from the PCI bus");
-	assert_string_equal(rep.results[4].name, "nics");
-	assert_non_null(strstr(rep.results[4].reason, f->f[1].evidence));
+	assert_string_equal(rep.results[5].name, "nics");
+	assert_non_null(strstr(rep.results[5].reason, f->f[1].evidence));
 	assert_string_equal(f->f[1].evidence, "eth0 is down (operstate down, no carrier)");
 	{
 		const cJSON *p;
 		bool seen = false;
 
-		cJSON_ArrayForEach(p, cJSON_GetObjectItem(rep.results[4].details, "problems"))
+		cJSON_ArrayForEach(p, cJSON_GetObjectItem(rep.results[5].details, "problems"))
 			seen |= strcmp(p->valuestring, f->f[2].evidence) == 0;
 		assert_true(seen);
 	}

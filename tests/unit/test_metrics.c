@@ -122,25 +122,25 @@ static const char expected_full[] =
 "# HELP vigil_iterations_total Training iterations complete on every node.\n"
 "# TYPE vigil_iterations_total counter\n"
 "vigil_iterations_total 1234\n"
-"# HELP vigil_iteration_e2e_ms End-to-end time of the last iteration across nodes, in milliseconds.\n"
-"# TYPE vigil_iteration_e2e_ms gauge\n"
-"vigil_iteration_e2e_ms{stat=\"min\"} 100\n"
-"vigil_iteration_e2e_ms{stat=\"mean\"} 110.125\n"
-"vigil_iteration_e2e_ms{stat=\"max\"} 150.5\n"
-"# HELP vigil_iteration_hw_ms Hardware time of the last iteration across nodes, in milliseconds.\n"
-"# TYPE vigil_iteration_hw_ms gauge\n"
-"vigil_iteration_hw_ms{stat=\"min\"} 80.25\n"
-"vigil_iteration_hw_ms{stat=\"mean\"} 90.5\n"
-"vigil_iteration_hw_ms{stat=\"max\"} 101\n"
+"# HELP vigil_iteration_e2e_seconds End-to-end time of the last iteration across nodes, in seconds.\n"
+"# TYPE vigil_iteration_e2e_seconds gauge\n"
+"vigil_iteration_e2e_seconds{stat=\"min\"} 0.1\n"
+"vigil_iteration_e2e_seconds{stat=\"mean\"} 0.110125\n"
+"vigil_iteration_e2e_seconds{stat=\"max\"} 0.1505\n"
+"# HELP vigil_iteration_hw_seconds Hardware time of the last iteration across nodes, in seconds.\n"
+"# TYPE vigil_iteration_hw_seconds gauge\n"
+"vigil_iteration_hw_seconds{stat=\"min\"} 0.08025\n"
+"vigil_iteration_hw_seconds{stat=\"mean\"} 0.0905\n"
+"vigil_iteration_hw_seconds{stat=\"max\"} 0.101\n"
 "# HELP vigil_iteration_hw_e2e_ratio Hardware time over end-to-end time of the last iteration across nodes.\n"
 "# TYPE vigil_iteration_hw_e2e_ratio gauge\n"
 "vigil_iteration_hw_e2e_ratio{stat=\"min\"} 0.5\n"
 "vigil_iteration_hw_e2e_ratio{stat=\"mean\"} 0.8125\n"
 "vigil_iteration_hw_e2e_ratio{stat=\"max\"} 0.9\n"
-"# HELP vigil_node_e2e_ms End-to-end time of the last iteration on each node, in milliseconds.\n"
-"# TYPE vigil_node_e2e_ms gauge\n"
-"vigil_node_e2e_ms{node=\"n1\"} 101.75\n"
-"vigil_node_e2e_ms{node=\"n2\"} 150.5\n"
+"# HELP vigil_node_e2e_seconds End-to-end time of the last iteration on each node, in seconds.\n"
+"# TYPE vigil_node_e2e_seconds gauge\n"
+"vigil_node_e2e_seconds{node=\"n1\"} 0.10175\n"
+"vigil_node_e2e_seconds{node=\"n2\"} 0.1505\n"
 "# HELP vigil_alerts_total Performance alerts raised, by kind.\n"
 "# TYPE vigil_alerts_total counter\n"
 "vigil_alerts_total{kind=\"ratio\"} 1\n"
@@ -177,8 +177,8 @@ test_fresh(void **state)
 	assert_non_null(strstr(text, "vigil_alerts_total{kind=\"ratio\"} 0\n"));
 	assert_non_null(strstr(text, "vigil_alerts_total{kind=\"straggler\"} 0\n"));
 	assert_non_null(strstr(text, "vigil_nodes{state=\"up\"} 0\n"));
-	assert_null(strstr(text, "vigil_iteration_e2e_ms"));
-	assert_null(strstr(text, "vigil_node_e2e_ms"));
+	assert_null(strstr(text, "vigil_iteration_e2e_seconds"));
+	assert_null(strstr(text, "vigil_node_e2e_seconds"));
 	assert_null(strstr(text, "} 1\n"));
 	free(text);
 }
@@ -208,7 +208,7 @@ test_label_escaping(void **state)
 	assert_int_equal(metrics_add_alert(f->m, "new kind"), 0);
 	assert_int_equal(metrics_write(f->m, f->path), 0);
 	text = slurp(f->path, TEXT_SIZE, NULL);
-	assert_non_null(strstr(text, "vigil_node_e2e_ms{node=\"a\\\"b\\\\c\\nd\"} 1.5\n"));
+	assert_non_null(strstr(text, "vigil_node_e2e_seconds{node=\"a\\\"b\\\\c\\nd\"} 0.0015\n"));
 	assert_non_null(strstr(text, "vigil_alerts_total{kind=\"new kind\"} 1\n"));
 	free(text);
 }
@@ -222,8 +222,9 @@ test_values(void **state)
 
 	assert_int_equal(metrics_set_node_e2e(f->m, "inf", INFINITY), 0);
 	assert_int_equal(metrics_set_node_e2e(f->m, "nan", NAN), 0);
-	assert_int_equal(metrics_set_node_e2e(f->m, "tenth", 0.1), 0);
-	assert_int_equal(metrics_set_node_e2e(f->m, "third", 1.0 / 3), 0);
+	/* milliseconds in, seconds out */
+	assert_int_equal(metrics_set_node_e2e(f->m, "tenth", 100), 0);
+	assert_int_equal(metrics_set_node_e2e(f->m, "third", 1000.0 / 3), 0);
 	assert_int_equal(metrics_write(f->m, f->path), 0);
 	text = slurp(f->path, TEXT_SIZE, NULL);
 	assert_non_null(strstr(text, "{node=\"inf\"} +Inf\n"));
@@ -266,7 +267,7 @@ test_atomic_replace(void **state)
 	close(fd);
 	assert_non_null(strstr(old, "vigil_iterations_total 0\n"));
 	assert_non_null(strstr(old, "vigil_nodes{state=\"lost\"} 0\n"));
-	assert_null(strstr(old, "vigil_node_e2e_ms"));
+	assert_null(strstr(old, "vigil_node_e2e_seconds"));
 
 	assert_int_equal(count_entries(f->dir, names, sizeof(names)), 1);
 	assert_string_equal(names, "vigil.prom ");
