@@ -106,6 +106,7 @@ struct coord {
 	double t0;
 
 	int nreported;       /* ranks reported or lost, this attempt */
+	int nresults;        /* results that arrived, this attempt */
 	int nlost;
 	int ntails;          /* failed nodes whose tail is kept */
 	bool never_arrived;  /* a rank sent no pre-check report: MPI_Finalize unsafe */
@@ -731,6 +732,7 @@ coord_result(struct coord *c, int rank, const struct msg_result *r, double now)
 		return;  /* one result per attempt; a lost rank's is too late */
 	(void)record_result(c, n, r);
 	c->nreported++;
+	c->nresults++;
 	if (!n->idle)
 		exit_event(c, rank);
 	/* While checkpointing, trainings end because they were told to. */
@@ -1116,7 +1118,7 @@ restart_all(struct coord *c, double now)
 		event(c, c->o.self, VIGIL_EVENT_RESTART, VIGIL_SEVERITY_WARNING, msg, NULL);
 	}
 	/* a fresh attempt: every live rank reports again */
-	c->nreported = 0;
+	c->nreported = c->nresults = 0;
 	for (int r = 0; r < c->n; r++) {
 		struct cnode *n = &c->nodes[r];
 
@@ -1239,6 +1241,12 @@ coord_members(const struct coord *c)
 	for (int r = 0; r < c->n; r++)
 		n += c->nodes[r].member;
 	return n;
+}
+
+bool
+coord_ending(const struct coord *c)
+{
+	return c->phase != COORD_RUNNING || c->nresults > 0;
 }
 
 bool

@@ -200,6 +200,12 @@ int coord_nlost(const struct coord *c);
 /* Ranks that run a training in the current attempt. */
 int coord_members(const struct coord *c);
 
+/*
+ * The attempt is ending (a phase past running, or a training's result is
+ * in): the nodes' results and the last messages are due soon.
+ */
+bool coord_ending(const struct coord *c);
+
 /* Every peer is known alive, so MPI_Finalize cannot wait on a lost one. */
 bool coord_finalize_safe(const struct coord *c);
 

@@ -151,34 +151,66 @@ add_result(struct check_report *r, const char *name, enum verdict v,
 	return 0;
 }
 
+struct fact_entry {
+	char text[256];
+	int rank;
+};
+
+static int
+cmp_entry(const void *a, const void *b)
+{
+	const struct fact_entry *x = a, *y = b;
+	int c = strcmp(x->text, y->text);
+
+	return c ? c : (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/*
+ * The reference value of fact F: the most common among the nodes that
+ * reported (ties: the value of the lowest rank).  Sorted, so O(N log N)
+ * for N nodes.  Returns how many nodes reported (0: none), the reference
+ * in REF and its count in *BEST; -ENOMEM.
+ */
+static int
+reference(const struct gather *g, enum fact f, char *ref, size_t len, int *best)
+{
+	struct fact_entry *e = calloc(g->n > 0 ? (size_t)g->n : 1, sizeof(*e));
+	int n = 0, best_rank = -1;
+
+	if (!e)
+		return -ENOMEM;
+	for (int i = 0; i < g->n; i++) {
+		if (!g->nodes[i].arrived)
+			continue;
+		fact_text(&g->nodes[i], f, e[n].text, sizeof(e[n].text));
+		e[n++].rank = i;
+	}
+	qsort(e, (size_t)n, sizeof(*e), cmp_entry);
+	*best = 0;
+	for (int i = 0, j; i < n; i = j) {
+		/* a run of equal values; its first entry has its lowest rank */
+		for (j = i + 1; j < n && strcmp(e[j].text, e[i].text) == 0; j++)
+			;
+		if (j - i > *best || (j - i == *best && e[i].rank < best_rank)) {
+			*best = j - i;
+			best_rank = e[i].rank;
+			snprintf(ref, len, "%s", e[i].text);
+		}
+	}
+	free(e);
+	return n;
+}
+
 static void
 compare_fact(struct gather *g, enum fact f)
 {
 	static const char *const what[] = { "slot count", "slot models", "driver version" };
-	char ref[256] = "", mine[256], other[256];
-	int best = 0, nref = 0;
+	char ref[256] = "", mine[256];
+	int best = 0, nref;
 
-	/* The reference is the most common value among reporting nodes. */
-	for (int i = 0; i < g->n; i++) {
-		int count = 0;
-
-		if (!g->nodes[i].arrived)
-			continue;
-		fact_text(&g->nodes[i], f, mine, sizeof(mine));
-		for (int j = 0; j < g->n; j++) {
-			if (!g->nodes[j].arrived)
-				continue;
-			fact_text(&g->nodes[j], f, other, sizeof(other));
-			count += strcmp(mine, other) == 0;
-		}
-		if (count > best) {
-			best = count;
-			snprintf(ref, sizeof(ref), "%s", mine);
-		}
-		nref++;
-	}
-	if (best == nref)
-		return;  /* all agree, or nobody reported */
+	nref = reference(g, f, ref, sizeof(ref), &best);
+	if (nref <= 0 || best == nref)
+		return;  /* all agree, nobody reported, or no memory to tell */
 	for (int i = 0; i < g->n; i++) {
 		struct gather_node *gn = &g->nodes[i];
 		char reason[sizeof(gn->report.results[0].reason)];

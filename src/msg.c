@@ -4,6 +4,8 @@
  * The wire form of each kind is one JSON object:
  *   plan     {"go", "exit_code"?, "message"?, "master_addr"?, "master_port"?,
  *             "job", "finalize", "nodes": [{"host", "addr", "slots"}], "members": [r]}
+ *            or a header {"go": true, "job", "finalize", "bcast": LEN}: the
+ *            plan follows as a broadcast of LEN bytes
  *   result   {"node", "attempt", "idle", "seconds", "exit_code", "signal"?,
  *             "agent_signal"?, "error"?, "checkpoint"?: {"confirmed", "why"},
  *             "stderr_tail": [lines]}
@@ -17,6 +19,7 @@
 #include "autoconf.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +110,12 @@ encode_plan(cJSON *o, const struct msg_plan *p, bool *ok)
 	cJSON *nodes;
 
 	put_bool(o, "go", p->go, ok);
+	if (p->bcast > 0) {
+		put_str(o, "job", p->job ? p->job : "", ok);
+		put_bool(o, "finalize", p->finalize, ok);
+		put_num(o, "bcast", (double)p->bcast, ok);
+		return;
+	}
 	if (!p->go) {
 		put_num(o, "exit_code", p->exit_code, ok);
 		put_str(o, "message", p->message, ok);
@@ -330,8 +339,21 @@ static int
 decode_plan(const cJSON *o, int nranks, struct msg_plan *p)
 {
 	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(o, "nodes"), *x;
+	long long bcast;
 	int rc, i = 0;
 
+	rc = json_get_int(o, "bcast", 1, INT_MAX, &bcast);
+	if (rc == -EINVAL)
+		return rc;
+	if (rc == 0) {
+		/* a header: the plan follows as a broadcast */
+		p->bcast = (long)bcast;
+		if ((rc = get_bool(o, "go", true, &p->go)) < 0 ||
+		    (rc = get_strdup(o, "job", true, &p->job)) < 0 ||
+		    (rc = get_bool(o, "finalize", true, &p->finalize)) < 0)
+			return rc;
+		return p->go ? 0 : -EINVAL;
+	}
 	if ((rc = get_bool(o, "go", true, &p->go)) < 0 ||
 	    (rc = get_int(o, "exit_code", 0, STATUS_MAX, !p->go, &p->exit_code)) < 0 ||
 	    (rc = get_strdup(o, "message", false, &p->message)) < 0 ||

@@ -68,6 +68,8 @@ struct msg_plan {
 	int nnodes;
 	int *members;      /* ranks that run the training, in node-rank order */
 	int nmembers;
+	long bcast;        /* > 0: only a header; the whole plan, this many bytes,
+	                    * follows as a broadcast (peer_bcast_start()) */
 };
 
 struct msg_result {

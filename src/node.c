@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -593,7 +594,14 @@ start_watching(struct node *n)
 		return 0;
 	n->started = true;
 	if (n->o.heartbeat) {
-		n->beat_timer = loop_add_timer(n->loop, (long)(n->ro->heartbeat_s * 1000),
+		/* The first beat between half an interval and one, spread by
+		 * rank (Knuth's multiplicative hash scatters consecutive ranks
+		 * over [0, 1)): ten thousand nodes started together do not beat
+		 * together. */
+		double spread = (double)(((uint32_t)n->o.rank * 2654435761u) % 1000u) / 1000.0;
+
+		n->beat_timer = loop_add_timer(n->loop,
+		                               (long)(n->ro->heartbeat_s * 1000 * (0.5 + spread / 2)),
 		                               on_heartbeat, n);
 		if (!n->beat_timer)
 			return -ENOMEM;
@@ -947,10 +955,13 @@ node_signal(struct node *n, int sig)
 	default:
 		if (n->ro->resume && sig == n->ro->ckpt_signal) {
 			/* The batch system's warning (Slurm --signal, which
-			 * mpirun forwards to every rank): the coordinator has
-			 * every node checkpoint, each exactly once. */
+			 * mpirun forwards to every rank): this node's training
+			 * saves at once (mpirun's own fan-out, a few ms), and the
+			 * coordinator has every node do so, each exactly once
+			 * (a node that did not get the signal, too). */
 			struct msg m = { .kind = MSG_NOTE };
 
+			checkpoint(n);
 			m.u.note.node = n->name;
 			m.u.note.signal = sig;
 			send_msg(n, &m);
@@ -986,6 +997,12 @@ node_new(const struct node_opts *o, struct loop *l, const struct node_ops *ops)
 	for (size_t i = 0; i < o->nslots; i++)
 		n->slot_vendors[i] = slot_vendor_name(o->slots[i].vendor);
 	return n;
+}
+
+bool
+node_waiting(const struct node *n)
+{
+	return n->result_sent;
 }
 
 bool

@@ -89,6 +89,10 @@ void node_command(struct node *n, const struct msg_command *c);
 /* A signal the agent received (from the signalfd). */
 void node_signal(struct node *n, int sig);
 
+/* This attempt's result is sent: the coordinator's next word (FINAL,
+ * restart) is due soon. */
+bool node_waiting(const struct node *n);
+
 /* This node trains in the current attempt (it has timing lines to contribute). */
 bool node_trains(const struct node *n);
 

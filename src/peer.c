@@ -37,10 +37,10 @@ struct peer {
 	struct pending_send *sends;  /* point-to-point sends in flight */
 	int nsends, capsends;
 	struct inbox *inbox;         /* receives matched, not yet complete */
-	int ninbox, capinbox;
+	int inhead, ninbox, capinbox;  /* queued: inbox[inhead..ninbox) */
 	/* A world of one delivers to itself through this queue. */
 	struct self_msg { int tag; char *msg; } *selfq;
-	int nselfq;
+	int selfhead, nselfq, capselfq;  /* queued: selfq[selfhead..nselfq) */
 };
 
 struct pending_recv {
@@ -302,6 +302,35 @@ peer_gather_free(struct peer_gather *g)
 	free(g);
 }
 
+/*
+ * Room for one more element at the end of a queue Q[*HEAD..*N) of
+ * elements of SIZE bytes, *CAP allocated: the taken head is dropped
+ * first (one memmove when the queue is full, not one per message: a burst
+ * of 10,000 heartbeats costs O(N), not O(N^2)), then the array doubles.
+ */
+static bool
+queue_room(void **q, size_t size, int *head, int *n, int *cap)
+{
+	void *nq;
+	int ncap;
+
+	if (*n < *cap)
+		return true;
+	if (*head > 0) {
+		memmove(*q, (char *)*q + (size_t)*head * size, (size_t)(*n - *head) * size);
+		*n -= *head;
+		*head = 0;
+		return true;
+	}
+	ncap = *cap ? 2 * *cap : 8;
+	nq = realloc(*q, (size_t)ncap * size);
+	if (!nq)
+		return false;
+	*q = nq;
+	*cap = ncap;
+	return true;
+}
+
 static bool
 is_p2p_tag(int tag)
 {
@@ -323,15 +352,13 @@ peer_send(struct peer *p, int rank, int tag, const char *msg)
 		return -ENOMEM;
 	if (!p->mpi || rank == p->rank) {
 		/* To oneself: no MPI needed, and a world of one has none. */
-		struct self_msg *q = realloc(p->selfq, (size_t)(p->nselfq + 1) * sizeof(*q));
-
-		if (!q) {
+		if (!queue_room((void **)&p->selfq, sizeof(*p->selfq), &p->selfhead, &p->nselfq,
+		                &p->capselfq)) {
 			free(copy);
 			return -ENOMEM;
 		}
-		p->selfq = q;
-		q[p->nselfq].tag = tag;
-		q[p->nselfq].msg = copy;
+		p->selfq[p->nselfq].tag = tag;
+		p->selfq[p->nselfq].msg = copy;
 		p->nselfq++;
 		return 0;
 	}
@@ -406,15 +433,9 @@ match_p2p(struct peer *p)
 			free(junk);
 			continue;
 		}
-		if (p->ninbox == p->capinbox) {
-			int cap = p->capinbox ? 2 * p->capinbox : 8;
-			struct inbox *n = realloc(p->inbox, (size_t)cap * sizeof(*n));
-
-			if (!n)
-				return -ENOMEM;
-			p->inbox = n;
-			p->capinbox = cap;
-		}
+		if (!queue_room((void **)&p->inbox, sizeof(*p->inbox), &p->inhead, &p->ninbox,
+		                &p->capinbox))
+			return -ENOMEM;
 		MPI_Get_count(&st, MPI_CHAR, &count);
 		in = &p->inbox[p->ninbox];
 		in->source = st.MPI_SOURCE;
@@ -437,12 +458,12 @@ peer_poll(struct peer *p, int *source, int *tag, char **msg)
 	int rc;
 
 	*msg = NULL;
-	if (p->nselfq > 0) {
+	if (p->selfhead < p->nselfq) {
 		*source = p->rank;
-		*tag = p->selfq[0].tag;
-		*msg = p->selfq[0].msg;
-		memmove(p->selfq, p->selfq + 1, (size_t)(p->nselfq - 1) * sizeof(*p->selfq));
-		p->nselfq--;
+		*tag = p->selfq[p->selfhead].tag;
+		*msg = p->selfq[p->selfhead].msg;
+		if (++p->selfhead == p->nselfq)
+			p->selfhead = p->nselfq = 0;
 		return 1;
 	}
 	if (!p->mpi)
@@ -453,18 +474,19 @@ peer_poll(struct peer *p, int *source, int *tag, char **msg)
 	if (rc < 0)
 		return rc;
 	/* Deliver in the order messages were matched. */
-	if (p->ninbox > 0) {
+	if (p->inhead < p->ninbox) {
+		struct inbox *in = &p->inbox[p->inhead];
 		int flag = 0;
 
-		if (MPI_Test(&p->inbox[0].req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+		if (MPI_Test(&in->req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
 			return -EPROTO;
 		if (!flag)
 			return 0;
-		*source = p->inbox[0].source;
-		*tag = p->inbox[0].tag;
-		*msg = p->inbox[0].buf;
-		memmove(p->inbox, p->inbox + 1, (size_t)(p->ninbox - 1) * sizeof(*p->inbox));
-		p->ninbox--;
+		*source = in->source;
+		*tag = in->tag;
+		*msg = in->buf;
+		if (++p->inhead == p->ninbox)
+			p->inhead = p->ninbox = 0;
 		return 1;
 	}
 	return 0;
@@ -473,7 +495,7 @@ peer_poll(struct peer *p, int *source, int *tag, char **msg)
 bool
 peer_busy(const struct peer *p)
 {
-	return p->nsends > 0 || p->ninbox > 0;
+	return p->nsends > 0 || p->inhead < p->ninbox;
 }
 
 int
@@ -512,6 +534,82 @@ struct reduce_kind {
 static struct reduce_kind *reduce_kinds;
 static int nreduce_kinds;
 static MPI_Op reduce_op = MPI_OP_NULL;
+
+struct peer_bcast {
+	char *buf;
+	size_t len;
+	MPI_Request req;
+	bool done;
+};
+
+int
+peer_bcast_start(struct peer *p, const void *buf, size_t len, struct peer_bcast **out)
+{
+	struct peer_bcast *b;
+
+	*out = NULL;
+	if (len > (size_t)INT_MAX)
+		return -EMSGSIZE;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->len = len;
+	b->buf = malloc(len > 0 ? len : 1);
+	if (!b->buf) {
+		free(b);
+		return -ENOMEM;
+	}
+	if (p->rank == 0 && buf)
+		memcpy(b->buf, buf, len);
+	if (!p->mpi || p->size == 1 || len == 0) {
+		b->done = true;
+		*out = b;
+		return 0;
+	}
+	if (MPI_Ibcast(b->buf, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD, &b->req) != MPI_SUCCESS) {
+		free(b->buf);
+		free(b);
+		return -EPROTO;
+	}
+	*out = b;
+	return 0;
+}
+
+int
+peer_bcast_test(struct peer_bcast *b)
+{
+	int flag = 0;
+
+	if (b->done)
+		return 1;
+	if (MPI_Test(&b->req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+		return -EPROTO;
+	b->done = flag != 0;
+	return b->done;
+}
+
+const void *
+peer_bcast_data(const struct peer_bcast *b)
+{
+	return b->done ? b->buf : NULL;
+}
+
+size_t
+peer_bcast_len(const struct peer_bcast *b)
+{
+	return b->len;
+}
+
+void
+peer_bcast_free(struct peer_bcast *b)
+{
+	if (!b)
+		return;
+	if (b->done)
+		free(b->buf);
+	/* else MPI may still write it: left to the process exit */
+	free(b);
+}
 
 struct peer_reduce {
 	struct peer *p;
@@ -715,7 +813,7 @@ peer_finalize(struct peer *p, bool clean)
 		for (int i = 0; i < p->nsends; i++)
 			free(p->sends[i].buf);
 	}
-	for (int i = 0; i < p->nselfq; i++)
+	for (int i = p->selfhead; i < p->nselfq; i++)
 		free(p->selfq[i].msg);
 	free(p->selfq);
 	free(p->sends);

@@ -104,6 +104,30 @@ bool peer_busy(const struct peer *p);
 int peer_flush(struct peer *p, double timeout_s);
 
 /*
+ * A broadcast of one block of bytes from rank 0 to every rank
+ * (MPI_Ibcast, a tree: rank 0 sends O(log N) copies, not N).  Every rank
+ * must start it, in the same order as the other collectives; a rank that
+ * never does holds back the ranks below it in the tree, so start one only
+ * when every rank is known to be there to take part.  Rank 0 passes BUF
+ * (LEN bytes, copied); the others pass NULL and the same LEN.  Returns 0
+ * or a negative errno (-EMSGSIZE beyond MPI's counts, -EPROTO when MPI
+ * refused); *OUT is owned by the caller until peer_bcast_free().
+ */
+struct peer_bcast;
+
+int peer_bcast_start(struct peer *p, const void *buf, size_t len, struct peer_bcast **out);
+
+/* 1 when complete on this rank, 0 while pending, or a negative errno.  Never blocks. */
+int peer_bcast_test(struct peer_bcast *b);
+
+/* The bytes (owned by B), once complete; else NULL.  Their number: LEN. */
+const void *peer_bcast_data(const struct peer_bcast *b);
+size_t peer_bcast_len(const struct peer_bcast *b);
+
+/* Release B; one still pending is left to MPI (no MPI_Finalize then), as a reduction. */
+void peer_bcast_free(struct peer_bcast *b);
+
+/*
  * Reductions for performance data: every rank contributes a buffer of
  * doubles and every rank receives the buffers combined, while rank 0 also
  * collects a few values from each rank (MPI_Iallreduce and MPI_Igather,

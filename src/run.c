@@ -68,6 +68,8 @@ extern char **environ;
 #define FINAL_REDUCE_MS 2000 /* the coordinator's last reduction, at most */
 #define DRAIN_MS 5000        /* output, FINAL messages and reductions, at most */
 #define IDLE_POLL_MS 80      /* how often an idle agent looks at MPI */
+#define DUE_POLL_MS 5        /* ... when a message is due soon */
+#define BUSY_POLL_MS 2       /* ... with messages in flight */
 #define END_TIME_EVERY_S 60  /* how often the coordinator asks Slurm for the end time */
 #define END_TIME_TIMEOUT_S 2 /* ... and how long it waits for the answer */
 #define ORPHAN_EXTRA_S 20    /* beyond the grace: how long an orphan waits for the successor */
@@ -98,6 +100,7 @@ struct job {
 	size_t nslots;
 	char *payload;
 	struct peer_gather *pg;
+	struct peer_bcast *bcast;    /* the plan, broadcast (send_plan()) */
 	char *description;           /* --dry-run */
 
 	struct node *node;
@@ -476,7 +479,15 @@ route(struct job *j, int src, int tag, const char *text)
 		watch_heard(j->watch, src, now);
 	switch (m.kind) {
 	case MSG_PLAN:
-		if (j->phase == PH_PLAN && src == 0) {
+		if (j->phase == PH_PLAN && src == 0 && !j->bcast) {
+			if (m.u.plan.bcast > 0) {
+				/* the header: the plan itself comes as a broadcast */
+				if (peer_bcast_start(j->p, NULL, (size_t)m.u.plan.bcast, &j->bcast) < 0) {
+					LOG_ERR("cannot take part in the plan's broadcast");
+					leave(j, VIGIL_EXIT_INTERNAL, false);
+				}
+				break;
+			}
 			j->plan_text = strdup(text);  /* for a successor; none is fine */
 			take_plan(j, &m.u.plan);
 		}
@@ -534,6 +545,7 @@ route_all(struct job *j)
 /* ---- the loop's hook: MPI progress ------------------------------------------------- */
 
 static void gather_progress(struct job *j);
+static void bcast_progress(struct job *j);
 static void recheck_end_time(struct job *j, double now);
 
 static long
@@ -544,6 +556,8 @@ before_poll(struct loop *l, void *arg)
 	long wait = -1, w;
 
 	(void)l;
+	if (j->bcast)
+		bcast_progress(j);
 	/* While a gather runs, no point-to-point message is due, and looking
 	 * for one would take the gather's (peer.h). */
 	if (j->phase == PH_GATHER || j->phase == PH_DRYRUN)
@@ -582,10 +596,18 @@ before_poll(struct loop *l, void *arg)
 	if (j->phase == PH_EXIT || !peer_is_mpi(j->p))
 		return wait;
 	/* MPI is not a descriptor: look again soon, sooner with traffic in
-	 * flight.  Each look runs Open MPI's progress engine (tens of us);
-	 * 80 ms keeps an idle agent under 0.1% of a core while a command
-	 * (checkpoint, stop) still reaches every node within 100 ms. */
-	w = peer_busy(j->p) ? 2 : IDLE_POLL_MS;
+	 * flight or when the next message is due (this node's result is
+	 * sent; the coordinator's attempt is ending).  Each look runs Open
+	 * MPI's progress engine (tens of us); 80 ms keeps an idle agent under
+	 * 0.1% of a core while a command (checkpoint, stop) still reaches
+	 * every node within 100 ms. */
+	if (peer_busy(j->p))
+		w = BUSY_POLL_MS;
+	else if ((j->node && node_waiting(j->node)) || (j->coord && coord_ending(j->coord)) ||
+	         j->phase == PH_FINAL || j->phase == PH_DRAIN)
+		w = DUE_POLL_MS;
+	else
+		w = IDLE_POLL_MS;
 	return wait < 0 || w < wait ? w : wait;
 }
 
@@ -1123,6 +1145,40 @@ take_plan(struct job *j, const struct msg_plan *p)
 	launch(j);
 }
 
+/* The plan's broadcast: the coordinator lets its buffer go, a node takes the plan. */
+static void
+bcast_progress(struct job *j)
+{
+	const char *text;
+	struct msg m;
+	size_t len;
+	int rc = peer_bcast_test(j->bcast);
+
+	if (rc == 0)
+		return;
+	if (rc < 0) {
+		LOG_ERR("MPI error in the plan's broadcast");
+		leave(j, VIGIL_EXIT_INTERNAL, false);
+		return;
+	}
+	text = peer_bcast_data(j->bcast);
+	len = peer_bcast_len(j->bcast);
+	if (j->rank != 0 && j->phase == PH_PLAN) {
+		/* the coordinator sends the plan's text with its NUL */
+		if (len == 0 || text[len - 1] != '\0' ||
+		    msg_decode(MSG_PLAN, text, j->size, &m) < 0 || m.u.plan.bcast) {
+			LOG_ERR("the plan's broadcast is malformed");
+			leave(j, VIGIL_EXIT_INTERNAL, false);
+		} else {
+			j->plan_text = strdup(text);  /* for a successor; none is fine */
+			take_plan(j, &m.u.plan);
+			msg_clear(&m);
+		}
+	}
+	peer_bcast_free(j->bcast);
+	j->bcast = NULL;
+}
+
 static long
 on_plan_late(struct loop *l, void *arg)
 {
@@ -1217,6 +1273,38 @@ recheck_end_time(struct job *j, double now)
 	                   now + END_TIME_EVERY_S : -1;
 }
 
+/*
+ * The plan to every node that reported.  It names every node, so its size
+ * grows with the job: when every rank reported (all are waiting for it),
+ * each gets a small header and the plan follows as one broadcast, a tree
+ * in which the coordinator sends O(log N) copies instead of N.  A rank that
+ * never reported might hold back its part of the tree: then the plan goes
+ * to each reporting node in turn, from one buffer.
+ */
+static void
+send_plan(struct job *j, const struct msg_plan *p, const char *text, bool complete)
+{
+	struct msg h = { .kind = MSG_PLAN };
+	size_t len = strlen(text) + 1;
+	char *head = NULL;
+
+	if (complete && p->go && j->size > 1) {
+		h.u.plan.go = true;
+		h.u.plan.job = p->job;
+		h.u.plan.finalize = p->finalize;
+		h.u.plan.bcast = (long)len;
+		head = msg_encode(&h);
+	}
+	for (int r = 1; r < j->size; r++)
+		if (peer_gather_get(j->pg, r))
+			(void)peer_send(j->p, r, MSG_PLAN, head ? head : text);
+	if (head && peer_bcast_start(j->p, text, len, &j->bcast) < 0) {
+		LOG_ERR("cannot broadcast the plan: the nodes will give up waiting for it");
+		j->clean = false;
+	}
+	free(head);
+}
+
 /* The coordinator: go or no-go, the plan to every node that reported. */
 static void
 plan(struct job *j, bool complete)
@@ -1245,9 +1333,8 @@ plan(struct job *j, bool complete)
 	m.u.plan.job = j->job_id;
 	m.u.plan.finalize = m.u.plan.finalize && complete;
 	text = msg_encode(&m);
-	for (int r = 1; text && r < j->size; r++)
-		if (peer_gather_get(j->pg, r))
-			(void)peer_send(j->p, r, MSG_PLAN, text);
+	if (text)
+		send_plan(j, &m.u.plan, text, complete);
 	free(text);
 	if (!complete)
 		j->clean = false;
@@ -1393,6 +1480,9 @@ tear_down(struct job *j)
 	free(j->payload);
 	free(j->description);
 	peer_gather_free(j->pg);
+	if (j->bcast)
+		j->clean = false;  /* MPI may still write its buffer */
+	peer_bcast_free(j->bcast);
 	topo_slots_free(j->slots, j->nslots);
 	if (j->sigfd >= 0)
 		sig_fd_close(j->sigfd);

@@ -39,6 +39,37 @@ cp "$seeds"/* "$work/corpus/"
 # Words of the input's language, so that mutations keep producing inputs
 # the parser walks far into: the configuration's keys, or the event log's.
 case $(basename "$fuzzer") in
+fuzz_msg)
+	cat > "$work/fuzz.dict" <<'DICT'
+"\"go\""
+"\"bcast\""
+"\"nodes\""
+"\"members\""
+"\"host\""
+"\"addr\""
+"\"slots\""
+"\"node\""
+"\"attempt\""
+"\"exit_code\""
+"\"signal\""
+"\"agent_signal\""
+"\"stderr_tail\""
+"\"checkpoint\""
+"\"confirmed\""
+"\"command\""
+"\"restart\""
+"\"findings\""
+"\"verdict\""
+"\"coordinator\""
+"\"silent\""
+"\"finalize\""
+"\"cycles\""
+"true"
+"false"
+"1e308"
+"-1"
+DICT
+	;;
 fuzz_events)
 	cat > "$work/fuzz.dict" <<'DICT'
 "{\"time\":"
