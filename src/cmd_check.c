@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <cJSON.h>
 
@@ -21,10 +22,12 @@
 #include "gather.h"
 #include "json.h"
 #include "log.h"
+#include "msg.h"
 #include "opts.h"
 #include "peer.h"
 #include "slurm.h"
 #include "topo.h"
+#include "util.h"
 
 static const char check_usage[] =
 "usage: vigil check [OPTIONS]\n"
@@ -320,6 +323,67 @@ write_events(const char *path, const struct gather *g)
 		LOG_ERR("cannot write events to %s: %s", path, why[0] ? why : strerror(-rc));
 }
 
+/* Beyond the gather's timeout, how long a node waits for the coordinator's word on the end. */
+#define END_WAIT_S 10
+
+/*
+ * The end of a sweep under mpirun, said by the coordinator to every node
+ * that reported, after its verdict is out: whether MPI_Finalize is safe
+ * (every rank reported) and the sweep's status.  A node that reported
+ * waits for it instead of entering MPI_Finalize on its own, which would
+ * wait for a hung peer forever; so every agent leaves at about the same
+ * time, after the verdict, and mpirun's end of the job never races it.
+ */
+static void
+tell_end(struct peer *p, struct peer_gather *pg, int code, bool complete)
+{
+	struct msg m = { .kind = MSG_FINAL };
+	char *text;
+
+	m.u.final.exit_code = code;
+	m.u.final.state = code ? VIGIL_STATE_ERROR : VIGIL_STATE_SUCCEEDED;
+	m.u.final.finalize = complete;
+	text = msg_encode(&m);
+	for (int r = 1; text && r < peer_size(p); r++)
+		if (peer_gather_get(pg, r))
+			(void)peer_send(p, r, MSG_FINAL, text);
+	free(text);
+	/* let the words leave before this agent does */
+	(void)peer_flush(p, 2);
+}
+
+/* A node: the coordinator's word on the end (tell_end()); false when none came. */
+static bool
+await_end(struct peer *p, double timeout_s)
+{
+	const struct timespec nap = { 0, 2000000 };
+	double deadline = util_now_s() + timeout_s;
+
+	while (util_now_s() < deadline) {
+		int src, tag, rc;
+		char *text;
+		struct msg m;
+
+		rc = peer_poll(p, &src, &tag, &text);
+		if (rc < 0)
+			return false;
+		if (rc == 0) {
+			nanosleep(&nap, NULL);
+			continue;
+		}
+		rc = tag == MSG_FINAL && src == 0 ? msg_decode(MSG_FINAL, text, peer_size(p), &m)
+		                                  : -EINVAL;
+		free(text);
+		if (rc == 0) {
+			bool fin = m.u.final.finalize;
+
+			msg_clear(&m);
+			return fin;
+		}
+	}
+	return false;
+}
+
 /* The coordinator: every node's report, compared, written and printed.
  * Returns the exit status. */
 static int
@@ -408,11 +472,19 @@ cmd_check(int argc, char **argv)
 		goto out;
 	}
 	complete = rc == 1;
-	if (peer_rank(p) != 0)
+	if (peer_rank(p) != 0) {
 		exit_code = finish_worker(&report, error[0] ? error : NULL, complete,
 		                          cfg.gather_timeout_s);
-	else
+		/* MPI_Finalize only when the coordinator says every rank is there */
+		if (complete && peer_is_mpi(p))
+			complete = await_end(p, cfg.gather_timeout_s + END_WAIT_S);
+	} else {
 		exit_code = finish_coordinator(&o, &cfg, p, pg, &report, error[0] ? error : NULL);
+		if (fflush(stdout) != 0 && exit_code == VIGIL_EXIT_OK)
+			exit_code = VIGIL_EXIT_INTERNAL;
+		if (peer_is_mpi(p))
+			tell_end(p, pg, exit_code, complete);
+	}
 out:
 	if (fflush(stdout) != 0 && exit_code == VIGIL_EXIT_OK)
 		exit_code = VIGIL_EXIT_INTERNAL;
