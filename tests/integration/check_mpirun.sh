@@ -54,7 +54,7 @@ ev = [json.loads(l) for l in open(sys.argv[1])]
 last = ev[-1]
 print(len(ev), sorted({e["node"] for e in ev if e["kind"] == "check"}),
       last["kind"], last["details"]["failed_nodes"])' "$ev")
-expect_eq "events from every node" "21 ['n0', 'n1', 'n2', 'n3'] verdict ['n1', 'n3']" "$summary"
+expect_eq "events from every node" "25 ['n0', 'n1', 'n2', 'n3'] verdict ['n1', 'n3']" "$summary"
 
 # --json on the coordinator: the whole picture for scripts.
 out=$(run_mpi $(mpmd --json) 2>/dev/null)

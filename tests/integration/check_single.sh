@@ -42,7 +42,7 @@ n = d["nodes"][0]
 print(d["verdict"], d["nodes_total"], d["nodes_failed"],
       ",".join(c["name"] + "=" + c["verdict"] for c in n["report"]["checks"]),
       n["report"]["facts"]["nslots"], n["report"]["facts"]["driver"])')
-expect_eq "json report" "fail 1 1 slots=fail,memory=pass,storage=pass,limits=pass,nics=fail 2 535.104.05" "$summary"
+expect_eq "json report" "fail 1 1 slots=fail,boards=pass,memory=pass,storage=pass,limits=pass,nics=fail 2 535.104.05" "$summary"
 
 # --events: one event per check plus the verdict, appended, each a JSON line.
 ev="$SCRATCH/events.jsonl"
@@ -54,7 +54,7 @@ ev = [json.loads(l) for l in open(sys.argv[1])]
 assert all(set(e) >= {"time", "node", "rank", "kind", "severity", "message", "details"} for e in ev)
 print(len(ev), ev[-1]["kind"], ev[-1]["severity"],
       sum(1 for e in ev if e["kind"] == "check" and e["severity"] == "error"))' "$ev")
-expect_eq "events appended with the schema" "12 verdict error 4" "$kinds"
+expect_eq "events appended with the schema" "14 verdict error 4" "$kinds"
 
 # Node identity for the events and messages.
 VIGIL_NODE_NAME=gpu-node-17 "$VIGIL" check --events "$SCRATCH/named.jsonl" $flags >/dev/null 2>&1
