@@ -101,6 +101,11 @@ struct job {
 	char *payload;
 	struct peer_gather *pg;
 	struct peer_bcast *bcast;    /* the plan, broadcast (send_plan()) */
+	struct deferred {            /* what came while the plan was on its way */
+		int src, tag;
+		char *text;
+	} *deferred;
+	int ndeferred;
 	char *description;           /* --dry-run */
 
 	struct node *node;
@@ -457,6 +462,42 @@ keep_early(struct job *j, int src, const char *text)
 		j->early[src] = strdup(text);
 }
 
+static void
+defer(struct job *j, int src, int tag, const char *text)
+{
+	struct deferred *d = realloc(j->deferred, (size_t)(j->ndeferred + 1) * sizeof(*d));
+
+	if (!d || !(d[j->ndeferred].text = strdup(text))) {
+		if (d)
+			j->deferred = d;
+		LOG_ERR("out of memory: a message from rank %d is lost", src);
+		return;
+	}
+	j->deferred = d;
+	d[j->ndeferred].src = src;
+	d[j->ndeferred].tag = tag;
+	j->ndeferred++;
+}
+
+static void route(struct job *j, int src, int tag, const char *text);
+
+/* The node runs: what came before the plan, in the order it came. */
+static void
+replay_deferred(struct job *j)
+{
+	struct deferred *d = j->deferred;
+	int n = j->ndeferred;
+
+	j->deferred = NULL;
+	j->ndeferred = 0;
+	for (int i = 0; i < n; i++) {
+		if (j->phase != PH_EXIT)
+			route(j, d[i].src, d[i].tag, d[i].text);
+		free(d[i].text);
+	}
+	free(d);
+}
+
 /* One message, decoded once, to the module it is for. */
 static void
 route(struct job *j, int src, int tag, const char *text)
@@ -471,6 +512,14 @@ route(struct job *j, int src, int tag, const char *text)
 	if (rc < 0) {
 		LOG_WARN("ignoring a malformed %s from rank %d%s", msg_kind_name((enum msg_kind)tag),
 		         src, rc == -ENOMEM ? " (out of memory)" : "");
+		return;
+	}
+	if (j->bcast && j->phase == PH_PLAN && m.kind != MSG_PLAN) {
+		/* The plan comes as a broadcast, beside the point-to-point
+		 * messages: a command (a reduction's "perf", a checkpoint) may
+		 * overtake it.  Kept, in order, until the node runs. */
+		defer(j, src, tag, text);
+		msg_clear(&m);
 		return;
 	}
 	if (j->coord)
@@ -1171,8 +1220,12 @@ bcast_progress(struct job *j)
 			leave(j, VIGIL_EXIT_INTERNAL, false);
 		} else {
 			j->plan_text = strdup(text);  /* for a successor; none is fine */
+			peer_bcast_free(j->bcast);
+			j->bcast = NULL;
 			take_plan(j, &m.u.plan);
 			msg_clear(&m);
+			replay_deferred(j);
+			return;
 		}
 	}
 	peer_bcast_free(j->bcast);
@@ -1480,6 +1533,9 @@ tear_down(struct job *j)
 	free(j->payload);
 	free(j->description);
 	peer_gather_free(j->pg);
+	for (int i = 0; i < j->ndeferred; i++)
+		free(j->deferred[i].text);
+	free(j->deferred);
 	if (j->bcast)
 		j->clean = false;  /* MPI may still write its buffer */
 	peer_bcast_free(j->bcast);

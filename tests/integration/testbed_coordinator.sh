@@ -19,8 +19,6 @@ tb_up 3 || { fail "test bed"; finish; }
 hb="--heartbeat 0.5 --heartbeat-timeout 1.5 --inspect-interval 1 --tag-output"
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/testbed/cases.sh"
 
-# saved NODE: how often NODE's training got the checkpoint signal
-saved() { grep -c "^\[$1:[0-9]*\] signal SIGUSR1$" "$log"; }
 # gone NODE COMM SECONDS: NODE has no COMM process within SECONDS
 gone() {
 	local i

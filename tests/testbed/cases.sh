@@ -9,6 +9,8 @@
 #   pid_in NODE COMM   a process named COMM in NODE's namespace
 #   event_after_ms FILE KIND T0   ms from T0 (epoch ms) to the first KIND event
 #   bed_empty          nothing of the job left on any node (10 s at most)
+#   saved NODE         how often NODE's training got the checkpoint signal
+#                      (the cases run with --tag-output)
 #   start_case NAME OPTIONS...   vigil run --resume on 3 nodes in the
 #                      background ($job is mpirun), with $ck, $log, $ev, $rep
 #                      set for NAME, and waits until every training is ready;
@@ -44,6 +46,7 @@ for line in open(sys.argv[1]):
         break
 PY
 }
+saved() { grep -c "^\[$1:[0-9]*\] signal SIGUSR1$" "$log"; }
 bed_empty() {  # nothing of the job left on any node
 	local i n
 	for ((i = 0; i < 100; i++)); do
