@@ -970,6 +970,8 @@ snapshot(struct child *c, int sig, struct child_proc **procs, bool **member, siz
 		p[i].sid = hp[i].sid;
 		p[i].zombie = hp[i].state == 'Z';
 		p[i].mpi_launcher = is_mpi_launcher_comm(hp[i].comm);
+		p[i].cpu_ticks = hp[i].cpu_ticks;
+		p[i].rss_pages = hp[i].rss_pages;
 	}
 	free(hp);
 	child_tree_members(p, np, getpid(), getsid(0), c->pid, !c->exited, m);
@@ -1133,6 +1135,38 @@ child_descendants(struct child *c, pid_t **pids, size_t *npids)
 	}
 	*pids = v;
 	*npids = k;
+	return 0;
+}
+
+int
+child_usage(struct child *c, struct child_usage *out)
+{
+	struct child_proc *p;
+	unsigned long long ticks = 0;
+	long long pages = 0, tck = sysconf(_SC_CLK_TCK), pagesz = sysconf(_SC_PAGESIZE);
+	bool *m;
+	size_t n;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = snapshot(c, 0, &p, &m, &n);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		if (!m[i])
+			continue;
+		/* a zombie's time still counts until its parent reaps it and
+		 * takes it over: the counter does not dip in between */
+		ticks += p[i].cpu_ticks;
+		if (p[i].zombie)
+			continue;
+		out->nprocs++;
+		pages += p[i].rss_pages;
+	}
+	free(p);
+	free(m);
+	out->cpu_s = (double)ticks / (double)(tck > 0 ? tck : 100);
+	out->rss_bytes = (double)pages * (double)(pagesz > 0 ? pagesz : 4096);
 	return 0;
 }
 

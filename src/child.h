@@ -130,6 +130,20 @@ int child_kill_tree(struct child *c);
  */
 int child_descendants(struct child *c, pid_t **pids, size_t *n);
 
+/* What the training's processes use, those child_descendants() lists. */
+struct child_usage {
+	size_t nprocs;
+	double cpu_s;           /* user + system seconds: theirs and their reaped
+	                         * children's (a counter that falls only when the agent
+	                         * reaps a process of the training) */
+	double rss_bytes;       /* resident set sizes added up (a page shared by two
+	                         * processes counts twice) */
+};
+
+/* The training's use now, from one read of /proc.  Returns 0 or a negative
+ * errno (-ENOTSUP without /proc). */
+int child_usage(struct child *c, struct child_usage *out);
+
 /* ---- the pure part of finding the training's processes, for tests ---- */
 
 struct child_proc {
@@ -137,6 +151,8 @@ struct child_proc {
 	bool zombie;
 	bool handles;           /* catches or ignores the signal in question */
 	bool mpi_launcher;      /* mpirun, mpiexec, ...: forwards signals to its ranks */
+	unsigned long long cpu_ticks;   /* utime + stime + cutime + cstime */
+	long long rss_pages;
 };
 
 /*

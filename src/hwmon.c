@@ -973,8 +973,9 @@ hwmon_module_version(struct hwmon *h, const char *module, char *buf, size_t len)
 int
 hwmon_proc_stat(struct hwmon *h, int pid, struct hwmon_proc *out)
 {
-	char path[32], line[1024];
+	char path[32], line[LINE_MAX_BYTES], *p;
 	const char *open_paren, *close_paren;
+	long long f[21];
 	size_t clen;
 	int rc;
 
@@ -985,15 +986,38 @@ hwmon_proc_stat(struct hwmon *h, int pid, struct hwmon_proc *out)
 	rc = hwmon_read_string(h, path, line, sizeof(line));
 	if (rc < 0)
 		return rc == -ESRCH ? -ENOENT : rc;
-	/* "PID (COMM) S PPID PGRP SESSION ...": COMM may hold ") ", so
-	 * the fields start after the last ')'. */
+	/* "PID (COMM) S PPID PGRP SESSION ... UTIME STIME CUTIME CSTIME ...
+	 * RSS ...": COMM may hold ") ", so the fields start after the last
+	 * ')'. */
 	open_paren = strchr(line, '(');
 	close_paren = strrchr(line, ')');
-	if (!open_paren || !close_paren || close_paren < open_paren)
+	if (!open_paren || !close_paren || close_paren < open_paren || close_paren[1] != ' ' ||
+	    !close_paren[2])
 		return -EINVAL;
-	if (sscanf(close_paren + 1, " %c %d %d %d", &out->state, &out->ppid, &out->pgid,
-	           &out->sid) != 4)
+	out->state = close_paren[2];
+	p = (char *)close_paren + 3;
+	/* Fields 4 (ppid) to 24 (rss): f[0] is field 4.  The tree's (ppid,
+	 * pgrp, session) must be there; the use is 0 where a line stops short. */
+	memset(f, 0, sizeof(f));
+	for (int i = 0; i < 21; i++) {
+		char *end;
+
+		errno = 0;
+		f[i] = strtoll(p, &end, 10);
+		if (end == p && i >= 3 && !p[strspn(p, " \t\n")])
+			break;
+		if (end == p || errno)
+			return -EINVAL;
+		p = end;
+	}
+	if (f[0] < 0 || f[0] > INT_MAX || f[10] < 0 || f[11] < 0 || f[12] < 0 || f[13] < 0)
 		return -EINVAL;
+	out->ppid = (int)f[0];
+	out->pgid = (int)f[1];
+	out->sid = (int)f[2];
+	out->cpu_ticks = (unsigned long long)f[10] + (unsigned long long)f[11] +
+	                 (unsigned long long)f[12] + (unsigned long long)f[13];
+	out->rss_pages = f[20] > 0 ? f[20] : 0;
 	clen = (size_t)(close_paren - open_paren - 1);
 	if (clen >= sizeof(out->comm))
 		clen = sizeof(out->comm) - 1;
@@ -1202,195 +1226,6 @@ hwmon_cgroup_procs(struct hwmon *h, const char *dir, int **pids, size_t *n)
 	}
 	free(text);
 	*pids = v;
-	*n = k;
-	return 0;
-}
-
-/* --- Processes ---------------------------------------------------------- */
-
-struct proc_stat {
-	pid_t pid, ppid;
-	unsigned long long ticks;  /* utime + stime + cutime + cstime */
-	long long rss_pages;
-};
-
-/*
- * proc/PID/stat: "pid (comm) state ppid ... utime stime cutime cstime ...
- * rss ...".  The command name may hold spaces and parentheses, so the
- * fields are counted from the last ')'.
- */
-static int
-read_proc_stat(struct hwmon *h, const char *pid, struct proc_stat *out)
-{
-	char path[64], line[LINE_MAX_BYTES], *p;
-	long long f[22];
-	int rc;
-
-	snprintf(path, sizeof(path), "proc/%s/stat", pid);
-	rc = hwmon_read_string(h, path, line, sizeof(line));
-	if (rc < 0)
-		return rc;
-	p = strrchr(line, ')');
-	if (!p || p[1] != ' ' || !p[2])
-		return -EINVAL;
-	p += 3;  /* past ") S": the state letter is field 3 */
-	/* Fields 4 (ppid) to 24 (rss): f[0] is field 4. */
-	for (int i = 0; i < 21; i++) {
-		char *end;
-
-		errno = 0;
-		f[i] = strtoll(p, &end, 10);
-		if (end == p || errno)
-			return -EINVAL;
-		p = end;
-	}
-	out->pid = (pid_t)atoi(pid);
-	out->ppid = (pid_t)f[0];
-	if (f[10] < 0 || f[11] < 0 || f[12] < 0 || f[13] < 0)
-		return -EINVAL;
-	out->ticks = (unsigned long long)f[10] + (unsigned long long)f[11] +
-	             (unsigned long long)f[12] + (unsigned long long)f[13];
-	out->rss_pages = f[20] > 0 ? f[20] : 0;
-	return 0;
-}
-
-static bool
-all_digits(const char *s)
-{
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (*s < '0' || *s > '9')
-			return false;
-	return true;
-}
-
-/* Every process's stat.  *OUT (NULL when *N is 0) is the caller's. */
-static int
-read_all_stats(struct hwmon *h, struct proc_stat **out, size_t *n)
-{
-	struct proc_stat *v = NULL;
-	char **names = NULL;
-	size_t cnt = 0, k = 0;
-	int rc;
-
-	*out = NULL;
-	*n = 0;
-	rc = hwmon_list(h, "proc", &names, &cnt);
-	if (rc < 0)
-		return rc;
-	if (cnt > 0) {
-		v = calloc(cnt, sizeof(*v));
-		if (!v) {
-			hwmon_list_free(names, cnt);
-			return -ENOMEM;
-		}
-	}
-	for (size_t i = 0; i < cnt; i++) {
-		/* Gone since the listing, or unreadable: not ours to count. */
-		if (all_digits(names[i]) && read_proc_stat(h, names[i], &v[k]) == 0)
-			k++;
-	}
-	hwmon_list_free(names, cnt);
-	*out = v;
-	*n = k;
-	return 0;
-}
-
-static int
-cmp_stat_pid(const void *a, const void *b)
-{
-	pid_t x = ((const struct proc_stat *)a)->pid, y = ((const struct proc_stat *)b)->pid;
-
-	return (x > y) - (x < y);
-}
-
-int
-hwmon_proc_usage(struct hwmon *h, const pid_t *roots, size_t nroots,
-                 struct hwmon_proc_usage *out)
-{
-	struct proc_stat *v;
-	unsigned long long ticks = 0;
-	long long pages = 0, tck, pagesz;
-	bool *in, grew = true;
-	size_t n;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	rc = read_all_stats(h, &v, &n);
-	if (rc < 0 || n == 0)
-		return rc;
-	in = calloc(n, sizeof(*in));
-	if (!in) {
-		free(v);
-		return -ENOMEM;
-	}
-	qsort(v, n, sizeof(*v), cmp_stat_pid);
-	for (size_t i = 0; i < n; i++)
-		for (size_t r = 0; r < nroots; r++)
-			in[i] |= v[i].pid == roots[r];
-	/* Down the trees, a generation per pass. */
-	while (grew) {
-		grew = false;
-		for (size_t i = 0; i < n; i++) {
-			struct proc_stat key = { .pid = v[i].ppid };
-			struct proc_stat *p;
-
-			if (in[i])
-				continue;
-			p = bsearch(&key, v, n, sizeof(*v), cmp_stat_pid);
-			if (p && in[p - v]) {
-				in[i] = true;
-				grew = true;
-			}
-		}
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!in[i])
-			continue;
-		out->nprocs++;
-		ticks += v[i].ticks;
-		pages += v[i].rss_pages;
-	}
-	free(in);
-	free(v);
-	tck = sysconf(_SC_CLK_TCK);
-	pagesz = sysconf(_SC_PAGESIZE);
-	out->cpu_s = (double)ticks / (double)(tck > 0 ? tck : 100);
-	out->rss_bytes = pages * (pagesz > 0 ? pagesz : 4096);
-	return 0;
-}
-
-int
-hwmon_proc_children(struct hwmon *h, pid_t ppid, pid_t **pids, size_t *n)
-{
-	struct proc_stat *v;
-	size_t cnt, k = 0;
-	pid_t *out = NULL;
-	int rc;
-
-	*pids = NULL;
-	*n = 0;
-	rc = read_all_stats(h, &v, &cnt);
-	if (rc < 0)
-		return rc;
-	for (size_t i = 0; i < cnt; i++) {
-		pid_t *o;
-
-		if (v[i].ppid != ppid)
-			continue;
-		o = realloc(out, (k + 1) * sizeof(*out));
-		if (!o) {
-			free(out);
-			free(v);
-			return -ENOMEM;
-		}
-		out = o;
-		out[k++] = v[i].pid;
-	}
-	free(v);
-	/* hwmon_list() sorts naturally: the pids are already ascending. */
-	*pids = out;
 	*n = k;
 	return 0;
 }

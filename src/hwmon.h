@@ -180,40 +180,6 @@ int hwmon_meminfo(struct hwmon *h, long long *total_kb, long long *free_kb);
 int hwmon_memory_nodes(struct hwmon *h, struct hwmon_numa_node **nodes, size_t *n,
                        const char **source);
 
-/* --- Processes ---------------------------------------------------------- */
-
-/* What a set of processes uses, from proc/[pid]/stat. */
-struct hwmon_proc_usage {
-	size_t nprocs;          /* processes counted (zombies included) */
-	double cpu_s;           /* user + system CPU seconds: theirs (utime, stime) and
-	                         * their reaped children's (cutime, cstime) */
-	long long rss_bytes;    /* resident set sizes added up (shared pages count
-	                         * once per process that maps them) */
-};
-
-/*
- * The use of every process in the trees of ROOTS: each pid of ROOTS that
- * exists, and every process whose chain of parents (the ppid field of
- * proc/[pid]/stat) leads to one.  Clock ticks and pages are converted with
- * this system's sysconf(_SC_CLK_TCK) and sysconf(_SC_PAGESIZE).  A process
- * that ends while the tree is read is left out; the CPU time of a process
- * reaped by a process of the trees moves to its reaper's children's time,
- * so the total only falls when a process of the trees itself is reaped
- * from outside (by the agent): a counter reset to Prometheus.  Returns 0
- * (*OUT zero when no process is left), -ENOENT without proc/, -ENOMEM.
- * Reads every proc/[pid]/stat: fine for an inspection every few seconds.
- */
-int hwmon_proc_usage(struct hwmon *h, const pid_t *roots, size_t nroots,
-                     struct hwmon_proc_usage *out);
-
-/*
- * The pids whose parent is PPID, ascending: an agent's children, among
- * them the orphans it reaps as a subreaper (workers whose launcher died).
- * *PIDS (NULL when *N is 0) belongs to the caller: free().  Returns 0,
- * -ENOENT without proc/, -ENOMEM.
- */
-int hwmon_proc_children(struct hwmon *h, pid_t ppid, pid_t **pids, size_t *n);
-
 /* --- Drivers ------------------------------------------------------------ */
 
 /*
@@ -236,9 +202,10 @@ int hwmon_module_version(struct hwmon *h, const char *module, char *buf, size_t 
 /* --- Processes ---------------------------------------------------------- */
 
 /*
- * What proc/PID/stat says about a process's place in the process tree:
- * enough for the agent to find every process of its training (child.c),
- * including workers a launcher put in sessions of their own.
+ * What proc/PID/stat says about a process: its place in the process tree,
+ * enough for the agent to find every process of its training (child.c)
+ * including workers a launcher put in sessions of their own, and what it
+ * uses.
  */
 struct hwmon_proc {
 	int pid;
@@ -247,6 +214,8 @@ struct hwmon_proc {
 	int sid;
 	char state;             /* 'R', 'S', 'Z' (zombie), ... */
 	char comm[16];          /* the kernel's command name, at most 15 bytes */
+	unsigned long long cpu_ticks;  /* utime + stime + cutime + cstime, clock ticks */
+	long long rss_pages;    /* resident set size, pages */
 };
 
 /*

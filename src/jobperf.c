@@ -537,3 +537,9 @@ jobperf_free(struct jobperf *jp)
 	metrics_free(jp->metrics);
 	free(jp);
 }
+
+struct metrics *
+jobperf_metrics_store(struct jobperf *jp)
+{
+	return jp->metrics;
+}

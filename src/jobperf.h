@@ -109,4 +109,8 @@ bool jobperf_notifying(const struct jobperf *jp);
 /* Coordinator: the report's "performance" object (caller owns); NULL on ENOMEM. */
 cJSON *jobperf_report(const struct jobperf *jp);
 
+/* Coordinator: the --metrics file's values, for others to set theirs
+ * (usage.h); NULL without --metrics.  Written with jobperf_metrics(). */
+struct metrics *jobperf_metrics_store(struct jobperf *jp);
+
 #endif

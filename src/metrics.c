@@ -37,14 +37,18 @@ struct named_value {
 };
 
 struct board_value {
-	char *node;
 	int board;
 	struct metrics_board v;
 };
 
-struct usage_value {
-	char *node;
+/* What one node reported; a value never set is NaN. */
+struct mnode {
+	char *name;
+	double e2e_ms;
+	bool e2e_set;               /* e2e_ms was set, NaN and all */
 	double cpu_s, memory;
+	struct board_value *boards; /* a node's few boards, in the order first set */
+	size_t nboards, boards_cap;
 };
 
 struct metrics {
@@ -52,18 +56,35 @@ struct metrics {
 	uint64_t iterations;
 	bool have_iteration;
 	struct metrics_stats hw, e2e, ratio;
-	struct named_value *nodes;  /* value: last e2e, ms */
+	struct mnode *nodes;        /* in the order first seen */
 	size_t nnodes, nodes_cap;
-	struct named_value *alerts; /* value: count */
+	size_t *index;              /* open addressing: position + 1 in nodes, 0 empty */
+	size_t index_cap;           /* a power of two, at least twice nnodes */
+	struct named_value *alerts; /* value: count; a handful of kinds */
 	size_t nalerts, alerts_cap;
 	unsigned up, lost;
-	struct board_value *boards;
-	size_t nboards, boards_cap;
-	struct usage_value *usage;
-	size_t nusage, usage_cap;
 };
 
-/* Find NAME in *ARR, or append it with value 0.  NULL on ENOMEM. */
+/* Make room for one more element in *ARR (of SIZE bytes each).  0 or -ENOMEM. */
+static int
+grow(void **arr, size_t n, size_t *cap, size_t size)
+{
+	void *a;
+	size_t ncap;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 8;
+	a = realloc(*arr, ncap * size);
+	if (!a)
+		return -ENOMEM;
+	*arr = a;
+	*cap = ncap;
+	return 0;
+}
+
+/* Find NAME in *ARR, or append it with value 0.  NULL on ENOMEM.  For the
+ * alert kinds, which are few. */
 static struct named_value *
 lookup(struct named_value **arr, size_t *n, size_t *cap, const char *name)
 {
@@ -72,15 +93,8 @@ lookup(struct named_value **arr, size_t *n, size_t *cap, const char *name)
 	for (size_t i = 0; i < *n; i++)
 		if (strcmp((*arr)[i].name, name) == 0)
 			return &(*arr)[i];
-	if (*n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 8;
-
-		a = realloc(*arr, ncap * sizeof(*a));
-		if (!a)
-			return NULL;
-		*arr = a;
-		*cap = ncap;
-	}
+	if (grow((void **)arr, *n, cap, sizeof(**arr)) < 0)
+		return NULL;
 	a = &(*arr)[*n];
 	a->name = strdup(name);
 	if (!a->name)
@@ -88,6 +102,72 @@ lookup(struct named_value **arr, size_t *n, size_t *cap, const char *name)
 	a->value = 0;
 	(*n)++;
 	return a;
+}
+
+/* FNV-1a: node names are short. */
+static size_t
+name_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	return (size_t)h;
+}
+
+/* The index's slot for NAME: where it is, or the empty slot where it goes. */
+static size_t *
+index_slot(const struct metrics *m, const char *name)
+{
+	size_t mask = m->index_cap - 1, i = name_hash(name) & mask;
+
+	while (m->index[i] && strcmp(m->nodes[m->index[i] - 1].name, name) != 0)
+		i = (i + 1) & mask;
+	return &m->index[i];
+}
+
+/* Rebuild the index at twice the size.  0 or -ENOMEM. */
+static int
+index_grow(struct metrics *m)
+{
+	size_t cap = m->index_cap ? m->index_cap * 2 : 16;
+	size_t *old = m->index, *ix = calloc(cap, sizeof(*ix));
+
+	if (!ix)
+		return -ENOMEM;
+	m->index = ix;
+	m->index_cap = cap;
+	for (size_t i = 0; i < m->nnodes; i++)
+		*index_slot(m, m->nodes[i].name) = i + 1;
+	free(old);
+	return 0;
+}
+
+/* NODE's record, made on first sight: O(1) on average however many nodes
+ * the job has.  NULL on ENOMEM. */
+static struct mnode *
+node_of(struct metrics *m, const char *node)
+{
+	struct mnode *e;
+	size_t *slot;
+
+	if ((m->nnodes + 1) * 2 > m->index_cap && index_grow(m) < 0)
+		return NULL;
+	slot = index_slot(m, node);
+	if (*slot)
+		return &m->nodes[*slot - 1];
+	if (grow((void **)&m->nodes, m->nnodes, &m->nodes_cap, sizeof(*m->nodes)) < 0)
+		return NULL;
+	e = &m->nodes[m->nnodes];
+	memset(e, 0, sizeof(*e));
+	e->name = strdup(node);
+	if (!e->name)
+		return NULL;
+	e->e2e_ms = e->cpu_s = e->memory = NAN;
+	*slot = ++m->nnodes;
+	return e;
 }
 
 struct metrics *
@@ -114,18 +194,15 @@ metrics_free(struct metrics *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->nnodes; i++)
+	for (size_t i = 0; i < m->nnodes; i++) {
 		free(m->nodes[i].name);
+		free(m->nodes[i].boards);
+	}
 	for (size_t i = 0; i < m->nalerts; i++)
 		free(m->alerts[i].name);
-	for (size_t i = 0; i < m->nboards; i++)
-		free(m->boards[i].node);
-	for (size_t i = 0; i < m->nusage; i++)
-		free(m->usage[i].node);
 	free(m->nodes);
+	free(m->index);
 	free(m->alerts);
-	free(m->boards);
-	free(m->usage);
 	free(m);
 }
 
@@ -160,11 +237,12 @@ metrics_set_iteration(struct metrics *m, const struct metrics_stats *hw,
 int
 metrics_set_node_e2e(struct metrics *m, const char *node, double ms)
 {
-	struct named_value *v = lookup(&m->nodes, &m->nnodes, &m->nodes_cap, node);
+	struct mnode *e = node_of(m, node);
 
-	if (!v)
+	if (!e)
 		return -ENOMEM;
-	v->value = ms;
+	e->e2e_ms = ms;
+	e->e2e_set = true;
 	return 0;
 }
 
@@ -186,24 +264,6 @@ metrics_set_nodes(struct metrics *m, unsigned up, unsigned lost)
 	m->lost = lost;
 }
 
-/* Make room for one more element in *ARR (of SIZE bytes each).  0 or -ENOMEM. */
-static int
-grow(void **arr, size_t n, size_t *cap, size_t size)
-{
-	void *a;
-	size_t ncap;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 8;
-	a = realloc(*arr, ncap * size);
-	if (!a)
-		return -ENOMEM;
-	*arr = a;
-	*cap = ncap;
-	return 0;
-}
-
 void
 metrics_board_init(struct metrics_board *b)
 {
@@ -217,25 +277,25 @@ metrics_board_init(struct metrics_board *b)
 int
 metrics_set_board(struct metrics *m, const char *node, int board, const struct metrics_board *b)
 {
-	struct board_value *e;
+	struct mnode *e;
+	struct board_value *bv;
 
 	if (board < 0)
 		return -EINVAL;
-	for (size_t i = 0; i < m->nboards; i++) {
-		if (m->boards[i].board == board && strcmp(m->boards[i].node, node) == 0) {
-			m->boards[i].v = *b;
+	e = node_of(m, node);
+	if (!e)
+		return -ENOMEM;
+	for (size_t i = 0; i < e->nboards; i++) {
+		if (e->boards[i].board == board) {
+			e->boards[i].v = *b;
 			return 0;
 		}
 	}
-	if (grow((void **)&m->boards, m->nboards, &m->boards_cap, sizeof(*m->boards)) < 0)
+	if (grow((void **)&e->boards, e->nboards, &e->boards_cap, sizeof(*e->boards)) < 0)
 		return -ENOMEM;
-	e = &m->boards[m->nboards];
-	e->node = strdup(node);
-	if (!e->node)
-		return -ENOMEM;
-	e->board = board;
-	e->v = *b;
-	m->nboards++;
+	bv = &e->boards[e->nboards++];
+	bv->board = board;
+	bv->v = *b;
 	return 0;
 }
 
@@ -269,20 +329,10 @@ int
 metrics_set_training_usage(struct metrics *m, const char *node, double cpu_seconds,
                            double memory_bytes)
 {
-	struct usage_value *e = NULL;
+	struct mnode *e = node_of(m, node);
 
-	for (size_t i = 0; i < m->nusage && !e; i++)
-		if (strcmp(m->usage[i].node, node) == 0)
-			e = &m->usage[i];
-	if (!e) {
-		if (grow((void **)&m->usage, m->nusage, &m->usage_cap, sizeof(*m->usage)) < 0)
-			return -ENOMEM;
-		e = &m->usage[m->nusage];
-		e->node = strdup(node);
-		if (!e->node)
-			return -ENOMEM;
-		m->nusage++;
-	}
+	if (!e)
+		return -ENOMEM;
 	e->cpu_s = cpu_seconds;
 	e->memory = memory_bytes;
 	return 0;
@@ -395,46 +445,45 @@ put_boards(FILE *fp, const struct metrics *m)
 	for (size_t f = 0; f < sizeof(board_families) / sizeof(board_families[0]); f++) {
 		bool any = false;
 
-		for (size_t i = 0; i < m->nboards; i++) {
-			double v = board_field(&m->boards[i], board_families[f].off);
-			char idx[16];
-			const char *kv[4] = { "node", m->boards[i].node, "board", idx };
+		for (size_t i = 0; i < m->nnodes; i++) {
+			const struct mnode *e = &m->nodes[i];
 
-			if (isnan(v))
-				continue;
-			if (!any)
-				put_family(fp, board_families[f].name, "gauge", board_families[f].help);
-			any = true;
-			snprintf(idx, sizeof(idx), "%d", m->boards[i].board);
-			put_labelled(fp, board_families[f].name, kv, 2, v);
+			for (size_t k = 0; k < e->nboards; k++) {
+				double v = board_field(&e->boards[k], board_families[f].off);
+				char idx[16];
+				const char *kv[4] = { "node", e->name, "board", idx };
+
+				if (isnan(v))
+					continue;
+				if (!any)
+					put_family(fp, board_families[f].name, "gauge",
+					           board_families[f].help);
+				any = true;
+				snprintf(idx, sizeof(idx), "%d", e->boards[k].board);
+				put_labelled(fp, board_families[f].name, kv, 2, v);
+			}
 		}
 	}
 }
 
+/* One family of per-node values, the field at OFF of struct mnode; NaN is
+ * left out, and so is the family while no node has a value. */
 static void
-put_usage(FILE *fp, const struct metrics *m)
+put_per_node(FILE *fp, const struct metrics *m, const char *name, const char *type,
+             const char *help, size_t off)
 {
-	bool cpu = false, mem = false;
+	bool any = false;
 
-	for (size_t i = 0; i < m->nusage; i++) {
-		if (isnan(m->usage[i].cpu_s))
+	for (size_t i = 0; i < m->nnodes; i++) {
+		double v;
+
+		memcpy(&v, (const char *)&m->nodes[i] + off, sizeof(v));
+		if (isnan(v))
 			continue;
-		if (!cpu)
-			put_family(fp, "vigil_training_cpu_seconds_total", "counter",
-			           "CPU time (user and system) of the training's processes, in seconds.");
-		cpu = true;
-		put_sample(fp, "vigil_training_cpu_seconds_total", "node", m->usage[i].node,
-		           m->usage[i].cpu_s);
-	}
-	for (size_t i = 0; i < m->nusage; i++) {
-		if (isnan(m->usage[i].memory))
-			continue;
-		if (!mem)
-			put_family(fp, "vigil_training_memory_bytes", "gauge",
-			           "Resident memory of the training's processes, in bytes.");
-		mem = true;
-		put_sample(fp, "vigil_training_memory_bytes", "node", m->usage[i].node,
-		           m->usage[i].memory);
+		if (!any)
+			put_family(fp, name, type, help);
+		any = true;
+		put_sample(fp, name, "node", m->nodes[i].name, v);
 	}
 }
 
@@ -481,12 +530,14 @@ format(const struct metrics *m, char **text, size_t *len)
 		          "Hardware time over end-to-end time of the last iteration across nodes.",
 		          &m->ratio, 1);
 	}
-	if (m->nnodes > 0) {
-		put_family(fp, "vigil_node_e2e_seconds", "gauge",
-		           "End-to-end time of the last iteration on each node, in seconds.");
-		for (size_t i = 0; i < m->nnodes; i++)
-			put_sample(fp, "vigil_node_e2e_seconds", "node", m->nodes[i].name,
-			           m->nodes[i].value / 1000);
+	for (size_t i = 0, any = 0; i < m->nnodes; i++) {
+		if (!m->nodes[i].e2e_set)
+			continue;
+		if (!any++)
+			put_family(fp, "vigil_node_e2e_seconds", "gauge",
+			           "End-to-end time of the last iteration on each node, in seconds.");
+		put_sample(fp, "vigil_node_e2e_seconds", "node", m->nodes[i].name,
+		           m->nodes[i].e2e_ms / 1000);
 	}
 	put_family(fp, "vigil_alerts_total", "counter", "Performance alerts raised, by kind.");
 	for (size_t i = 0; i < m->nalerts; i++)
@@ -495,7 +546,12 @@ format(const struct metrics *m, char **text, size_t *len)
 	put_sample(fp, "vigil_nodes", "state", "up", m->up);
 	put_sample(fp, "vigil_nodes", "state", "lost", m->lost);
 	put_boards(fp, m);
-	put_usage(fp, m);
+	put_per_node(fp, m, "vigil_training_cpu_seconds_total", "counter",
+	             "CPU time (user and system) of the training's processes, in seconds.",
+	             offsetof(struct mnode, cpu_s));
+	put_per_node(fp, m, "vigil_training_memory_bytes", "gauge",
+	             "Resident memory of the training's processes, in bytes.",
+	             offsetof(struct mnode, memory));
 	bad = ferror(fp) != 0;
 	/* memstream errors are allocation failures */
 	if (fclose(fp) != 0 || bad) {

@@ -69,7 +69,8 @@ void metrics_set_iteration(struct metrics *m, const struct metrics_stats *hw,
 
 /*
  * Node NODE's e2e time (ms) in the last iteration.  Nodes keep the order in
- * which they were first set.  Returns 0 or -ENOMEM.
+ * which any setter first named them; finding a node costs the same however
+ * many the job has (a hash index).  Returns 0 or -ENOMEM.
  */
 int metrics_set_node_e2e(struct metrics *m, const char *node, double ms);
 
@@ -96,8 +97,8 @@ struct metrics_board {
 void metrics_board_init(struct metrics_board *b);
 
 /*
- * Board BOARD (the slot index, >= 0) of NODE.  Boards keep the order in
- * which they were first set.  Returns 0, -EINVAL for a negative BOARD, or
+ * Board BOARD (the slot index, >= 0) of NODE.  A node's boards keep the
+ * order in which they were first set.  Returns 0, -EINVAL for a negative BOARD, or
  * -ENOMEM.
  */
 int metrics_set_board(struct metrics *m, const char *node, int board,

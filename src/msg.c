@@ -12,7 +12,8 @@
  *   command  {"command": "stop"|"checkpoint"|"restart"|"perf", "reason"?,
  *             "attempt"?, "master_addr"?, "master_port"?, "members"?: [r]}
  *   final    {"exit_code", "state", "finalize", "hold"?, "cycles"}
- *   note     {"node", "signal"?, "findings": [{"what", "device", "verdict", "evidence"}]}
+ *   note     {"node", "signal"?, "findings": [{"what", "device", "verdict", "evidence"}],
+ *             "usage"?: {...}}
  *   suspect  {"node", "coordinator", "silent"}
  *   heartbeat {}
  */
@@ -224,6 +225,14 @@ encode_note(cJSON *o, const struct msg_note *n, bool *ok)
 		put_str(x, "device", f->device ? f->device : "?", ok);
 		put_str(x, "verdict", verdict_name(f->verdict), ok);
 		put_str(x, "evidence", f->evidence ? f->evidence : "", ok);
+	}
+	if (n->usage) {
+		cJSON *u = cJSON_Duplicate(n->usage, true);
+
+		if (!u || !cJSON_AddItemToObject(o, "usage", u)) {
+			cJSON_Delete(u);
+			*ok = false;
+		}
 	}
 }
 
@@ -489,6 +498,15 @@ decode_note(const cJSON *o, struct msg_note *n)
 		if (json_get_str(x, "verdict", &v) < 0 || verdict_parse(v, &f->verdict) < 0)
 			return -EINVAL;
 	}
+	x = cJSON_GetObjectItemCaseSensitive(o, "usage");
+	if (x) {
+		/* its values are read, each checked, where they are used */
+		if (!cJSON_IsObject(x))
+			return -EINVAL;
+		n->usage = cJSON_Duplicate(x, true);
+		if (!n->usage)
+			return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -586,6 +604,7 @@ msg_clear(struct msg *m)
 			xfree(m->u.note.findings[i].evidence);
 		}
 		free(m->u.note.findings);
+		cJSON_Delete(m->u.note.usage);
 		break;
 	case MSG_SUSPECT:
 		xfree(m->u.suspect.node);

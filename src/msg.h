@@ -95,11 +95,18 @@ struct msg_finding {
 	const char *evidence;    /* one line */
 };
 
+struct cJSON;
+
 struct msg_note {
 	const char *node;
 	int signal;        /* the batch system's checkpoint signal reached this node; 0 */
 	struct msg_finding *findings;
 	int nfindings;
+	/* What the node's training and boards use now, NULL: not in this
+	 * note.  An object {"cpu_seconds", "memory_bytes", "processes",
+	 * "boards": [vhealth_usage_to_json()'s entries]}, read by usage.h;
+	 * decoded, it belongs to the message. */
+	struct cJSON *usage;
 };
 
 enum msg_command_kind {

@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cJSON.h>
+
 #include "vigil.h"
 #include "child.h"
 #include "ckpt.h"
@@ -539,7 +541,37 @@ on_boards(struct loop *l, int fd, short revents, void *arg)
 		take_board_findings(n);
 }
 
-/* Every --inspect-interval: sysfs, then the boards. */
+/* What the training and the boards use now, to the coordinator (usage.h):
+ * for the metrics file and the report. */
+static void
+send_usage(struct node *n)
+{
+	struct msg m = { .kind = MSG_NOTE };
+	const struct vhealth_facts *vf = n->vmon ? vhealth_monitor_facts(n->vmon) : NULL;
+	struct child_usage cu;
+	cJSON *u = cJSON_CreateObject();
+	bool ok = u != NULL;
+
+	if (ok && n->child && child_usage(n->child, &cu) == 0 && cu.nprocs > 0)
+		ok = cJSON_AddNumberToObject(u, "cpu_seconds", cu.cpu_s) &&
+		     cJSON_AddNumberToObject(u, "memory_bytes", cu.rss_bytes) &&
+		     cJSON_AddNumberToObject(u, "processes", (double)cu.nprocs);
+	if (ok && vf) {
+		cJSON *b = vhealth_usage_to_json(vf, n->o.slots, n->o.nslots);
+
+		ok = b && cJSON_AddItemToObject(u, "boards", b);
+		if (!ok)
+			cJSON_Delete(b);
+	}
+	if (ok && cJSON_GetArraySize(u) > 0) {
+		m.u.note.node = n->name;
+		m.u.note.usage = u;
+		send_msg(n, &m);
+	}
+	cJSON_Delete(u);
+}
+
+/* Every --inspect-interval: sysfs, then the boards, then what is used. */
 static long
 on_inspect(struct loop *l, void *arg)
 {
@@ -560,6 +592,7 @@ on_inspect(struct loop *l, void *arg)
 		report_findings(n, f, nf);
 	free(f);
 	take_board_findings(n);
+	send_usage(n);
 	return (long)(n->ro->inspect_s * 1000);
 }
 

@@ -130,6 +130,7 @@ clear_run(struct report *r)
 	cJSON_Delete(r->restarts);
 	cJSON_Delete(r->stops);
 	cJSON_Delete(r->alerts);
+	cJSON_Delete(r->usage);
 }
 
 /* A fresh last run.  false on ENOMEM. */
@@ -142,6 +143,7 @@ new_run(struct report *r)
 	r->samples = NULL;
 	r->nsamples = r->samples_cap = 0;
 	r->node_values = false;
+	r->usage = NULL;
 	r->first_time = r->last_time = r->state = r->reason = r->end_time = r->verdict = NULL;
 	r->ended = false;
 	r->exit_code = NAN;
@@ -353,6 +355,16 @@ take_event(struct report *r, const cJSON *e)
 	}
 	if (strcmp(kind, VIGIL_EVENT_PERF) == 0)
 		return !d || take_perf(r, d);
+	if (strcmp(kind, VIGIL_EVENT_USAGE) == 0 && d) {
+		/* each carries the ranges so far: the last one says it all */
+		cJSON *u = cJSON_Duplicate(d, true);
+
+		if (!u)
+			return false;
+		cJSON_Delete(r->usage);
+		r->usage = u;
+		return true;
+	}
 	if (strcmp(kind, VIGIL_EVENT_ALERT) == 0)
 		return take_alert(r, e, d, time);
 	if (strcmp(kind, VIGIL_EVENT_CHECKPOINT) == 0)

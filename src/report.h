@@ -25,7 +25,9 @@
  *   median / max (the median over every node's values when the summaries
  *   carry "node_e2e", else over the summaries' means), hardware time,
  *   the hw/e2e ratio, the slowest node by median e2e (or, without
- *   "node_e2e", the node most often slowest), and the alerts ("alert").
+ *   "node_e2e", the node most often slowest), and the alerts ("alert");
+ *   what the trainings and boards used, as ranges over the job (the last
+ *   "usage" event).
  *
  * --json prints the same as one object:
  *   file, events, malformed_lines, malformed_at (the first line numbers),
@@ -39,7 +41,9 @@
  *     (each {time, node?, rank?, severity?, message}),
  *   performance {summaries, iterations, e2e_ms {min, median, max},
  *                ratio {min, mean, max}, hw_mean_ms, slowest_node} or null,
- *   alerts [{time, kind, iter, node, rank, value, message}].
+ *   alerts [{time, kind, iter, node, rank, value, message}],
+ *   usage: the last "usage" event's details (usage.h: the ranges of the
+ *     training's CPU and memory and of the boards' use) or null.
  * Unknown figures are null.
  * --plot draws e2e time per node over iterations as SVG: one polyline per
  * node (or min / mean / max across nodes when the summaries carry no

@@ -66,6 +66,7 @@ struct report {
 	struct sample *samples;
 	size_t nsamples, samples_cap;
 	bool node_values;           /* some summary carried "node_e2e" */
+	cJSON *usage;               /* the last "usage" event's details, NULL: none */
 
 	/* derived once the log is read */
 	double iterations, e2e_min, e2e_median, e2e_max, hw_mean, r_min, r_mean, r_max;

@@ -157,6 +157,8 @@ report_json(const struct report *r)
 	}
 	if (!add_copy(o, "alerts", r->alerts))
 		goto fail;
+	if (r->usage ? !add_copy(o, "usage", r->usage) : !cJSON_AddNullToObject(o, "usage"))
+		goto fail;
 	return o;
 fail:
 	cJSON_Delete(o);

@@ -12,6 +12,7 @@
 #include "vigil.h"
 #include "report.h"
 #include "report_int.h"
+#include "usage.h"
 
 /* Items of a list the text summary shows before "... and N more". */
 #define TEXT_LIST_MAX 20
@@ -256,6 +257,11 @@ report_print(const struct report *r, FILE *out)
 	print_job(out, r);
 	print_nodes(out, r);
 	print_perf(out, r);
+	if (r->usage) {
+		char line[512];
+
+		fprintf(out, KEY "%s\n", "usage:", usage_describe(r->usage, line, sizeof(line)));
+	}
 	print_alerts(out, r);
 	if (r->malformed)
 		print_lines(out, "malformed:", "skipped", r->malformed, r->mal_at, r->nmal_at);

@@ -59,6 +59,7 @@
 #include "sig.h"
 #include "slurm.h"
 #include "topo.h"
+#include "usage.h"
 #include "util.h"
 #include "watch.h"
 
@@ -111,6 +112,8 @@ struct job {
 	struct node *node;
 	struct coord *coord;         /* rank 0, or the successor after a takeover */
 	struct jobperf *perf;
+	struct usage *usage;         /* coordinator: what the trainings and boards use */
+	double usage_next;           /* coordinator: the next "usage" event */
 	char *perf_tick;             /* the encoded "perf" command */
 	double next_end_time;        /* coordinator: next look at Slurm's end time; < 0 never */
 	bool said_end_time;
@@ -297,6 +300,9 @@ write_report(struct job *j, double now)
 	perf = j->perf ? jobperf_report(j->perf) : NULL;
 	if (perf)
 		cJSON_AddItemToObject(r, "performance", perf);
+	perf = j->usage ? usage_summary(j->usage) : NULL;
+	if (perf)
+		cJSON_AddItemToObject(r, "usage", perf);
 	/* a reader (the batch script) never sees half a report */
 	text = json_print(r, true);
 	cJSON_Delete(r);
@@ -358,6 +364,44 @@ write_job_files(struct job *j, double now)
 	}
 }
 
+/* ---- what the trainings and boards use ------------------------------------------- */
+
+/* How often the coordinator records the ranges so far in the event log. */
+#define USAGE_EVENT_S 300
+
+/* A node's note said what it uses: into the metrics and the ranges. */
+static void
+take_usage(struct job *j, int src, const cJSON *u, double now)
+{
+	const char *node = coord_host(j->coord, src);
+
+	if (!j->usage && !(j->usage = usage_new(j->size)))
+		return;
+	if (usage_take(j->usage, j->perf ? jobperf_metrics_store(j->perf) : NULL, src,
+	               node ? node : "?", u, now) == -EINVAL)
+		LOG_WARN("ignoring the usage rank %d sent: not an object", src);
+}
+
+/* The ranges so far as a "usage" event: every USAGE_EVENT_S while notes
+ * come, and at the end (FORCE). */
+static void
+usage_event(struct job *j, double now, bool force)
+{
+	cJSON *d;
+	char line[512];
+	const char *node;
+
+	if (!j->usage || !usage_changed(j->usage) || (!force && now < j->usage_next))
+		return;
+	j->usage_next = now + USAGE_EVENT_S;
+	d = usage_summary(j->usage);
+	if (!d)
+		return;
+	usage_describe(d, line, sizeof(line));
+	node = coord_host(j->coord, j->rank);
+	job_event(j, node ? node : "?", j->rank, VIGIL_EVENT_USAGE, VIGIL_SEVERITY_INFO, line, d);
+}
+
 /* ---- the coordinator's end of the job --------------------------------------------- */
 
 static void drain(struct job *j);
@@ -370,6 +414,7 @@ conclude(struct job *j)
 
 	if (j->perf && j->o->summary_s > 0)
 		jobperf_summary(j->perf);
+	usage_event(j, now, true);
 	write_job_files(j, now);
 	remove_record(j);  /* the report speaks for this node too */
 	coord_finish(j->coord, j->perf ? jobperf_cycles(j->perf) : 0, now);
@@ -550,6 +595,8 @@ route(struct job *j, int src, int tag, const char *text)
 	case MSG_NOTE:
 		if (j->coord)
 			coord_note(j->coord, src, &m.u.note, now);
+		if (j->coord && m.u.note.usage)
+			take_usage(j, src, m.u.note.usage, now);
 		break;
 	case MSG_COMMAND:
 		if (src != coord_rank(j))
@@ -634,6 +681,8 @@ before_poll(struct loop *l, void *arg)
 		if (j->coord && j->phase == PH_RUN)
 			jobperf_metrics(j->perf, VIGIL_STATE_RUNNING, (unsigned)coord_up(j->coord),
 			                (unsigned)coord_nlost(j->coord), false, now);
+		if (j->coord && j->phase == PH_RUN)
+			usage_event(j, now, false);
 	}
 	if (j->phase == PH_FINAL && jobperf_idle(j->perf)) {
 		loop_del_timer(j->loop, j->phase_timer);
@@ -1523,6 +1572,7 @@ tear_down(struct job *j)
 	if (j->perf && !jobperf_idle(j->perf))
 		j->clean = false;  /* MPI may still write its buffers */
 	jobperf_free(j->perf);
+	usage_free(j->usage);
 	coord_free(j->coord);
 	watch_free(j->watch);
 	free(j->plan_text);

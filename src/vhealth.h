@@ -168,8 +168,8 @@ int vhealth_monitor_start(const struct config_boards *rules, double timeout_s,
 /* The descriptor to watch for reading. */
 int vhealth_monitor_fd(const struct vhealth_monitor *m);
 
-/* The child's pid: one of the agent's children that is not the training
- * (to leave out when adding up the training's processes). */
+/* The child's pid.  It leads a process group of its own, as the agent's
+ * helpers do, so child.c never counts it among the training's processes. */
 pid_t vhealth_monitor_pid(const struct vhealth_monitor *m);
 
 /*

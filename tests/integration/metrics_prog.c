@@ -3,7 +3,7 @@
  * fills it, from real sources: the boards of a (fake) vendor library
  * through vhealth_gather() and vhealth_usage_to_json() (what a node sends
  * in its note), metrics_set_boards_json() (what the coordinator does with
- * it), and this process's own CPU and memory through hwmon.  For
+ * it), and this process's own CPU and memory from getrusage().  For
  * metrics_promtool.sh, which checks the file with promtool.
  *
  * Usage: metrics_prog OUT [--nvml LIB] [--slot BUS]... [--node NAME]...
@@ -14,12 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <sys/resource.h>
 
 #include <cJSON.h>
 
 #include "config.h"
-#include "hwmon.h"
 #include "metrics.h"
 #include "topo.h"
 #include "vhealth.h"
@@ -42,12 +41,10 @@ main(int argc, char **argv)
 	const char *nodes[MAX_NODES], *out;
 	size_t nslots = 0, nnodes = 0;
 	struct vhealth_facts *facts;
-	struct hwmon_proc_usage pu;
+	struct rusage ru;
 	struct config cfg;
 	struct metrics *m;
-	struct hwmon *h;
 	bool timings = false;
-	pid_t self = getpid();
 	cJSON *usage;
 	int rc = 1;
 
@@ -88,13 +85,13 @@ main(int argc, char **argv)
 	for (size_t i = 0; i < nnodes; i++)
 		if (metrics_set_boards_json(m, nodes[i], usage) < 0)
 			goto out_usage;
-	if (hwmon_open("/", &h) == 0) {
-		if (hwmon_proc_usage(h, &self, 1, &pu) == 0)
-			for (size_t i = 0; i < nnodes; i++)
-				(void)metrics_set_training_usage(m, nodes[i], pu.cpu_s,
-				                                 (double)pu.rss_bytes);
-		hwmon_free(h);
-	}
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		for (size_t i = 0; i < nnodes; i++)
+			(void)metrics_set_training_usage(
+				m, nodes[i],
+				(double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+					(double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6,
+				(double)ru.ru_maxrss * 1024);
 	if (timings) {
 		struct metrics_stats hw = { 80, 90, 100 }, e2e = { 100, 110, 120 },
 		                     r = { 0.7, 0.8, 0.9 };

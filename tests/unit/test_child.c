@@ -798,6 +798,36 @@ test_orphans_adopted(void **state)
 	assert_true(process_gone(worker));
 }
 
+/*
+ * What the training uses: the shell that spun and its sleeping child, CPU
+ * and memory from one read of /proc.
+ */
+static void
+test_usage(void **state)
+{
+	static const char script[] =
+		"i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 30 & echo spun; wait";
+	struct streams *s = *state;
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)script, NULL };
+	struct child_opts o = { .argv = argv };
+	struct child_usage u;
+	struct child *c;
+
+	assert_int_equal(spawn(&o, &c), 0);
+	read_output(c, &s->out, &s->err, "spun\n");
+	assert_int_equal(child_usage(c, &u), 0);
+	assert_true(u.nprocs >= 2);  /* the shell, the sleep (and a keeper) */
+	assert_true(u.cpu_s > 0.02);   /* 200,000 turns of a shell loop */
+	assert_true(u.cpu_s < 60);
+	assert_true(u.rss_bytes > 4096 * 2);
+	assert_int_equal(child_kill_tree(c), 0);
+	(void)wait_exit(c);
+	assert_int_equal(child_usage(c, &u), 0);
+	assert_int_equal(u.nprocs, 0);
+	child_free(c);
+	assert_no_children();
+}
+
 /* Writes TEXT into PATH; 0 or -errno. */
 static int
 put_file(const char *path, const char *text)
@@ -876,7 +906,7 @@ test_cgroup_delegated(void **state)
 }
 
 /* A process table: pid, ppid, pgid, sid, zombie, handles, launcher. */
-#define P(pid, ppid, pgid, sid, z, h, l) { pid, ppid, pgid, sid, z, h, l }
+#define P(pid, ppid, pgid, sid, z, h, l) { pid, ppid, pgid, sid, z, h, l, 0, 0 }
 
 /*
  * Who belongs to the training, and who gets a notice, on synthetic
@@ -1298,6 +1328,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_group_signal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_signal_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_sessions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_usage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphans_adopted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cgroup_delegated, setup, teardown),
 		cmocka_unit_test(test_tree_rules),

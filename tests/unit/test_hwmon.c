@@ -677,6 +677,8 @@ test_procs(void **state)
 	assert_int_equal(p.sid, 40);
 	assert_int_equal(p.state, 'S');
 	assert_string_equal(p.comm, "a) b (c");
+	assert_int_equal(p.cpu_ticks, 3);  /* utime 1 + stime 2 */
+	assert_int_equal(p.rss_pages, 10);
 	assert_int_equal(hwmon_proc_stat(f->h, 43, &p), -EINVAL);
 	assert_int_equal(hwmon_proc_stat(f->h, 44, &p), -ENOENT);
 	assert_int_equal(hwmon_proc_stat(f->h, 0, &p), -EINVAL);
@@ -687,6 +689,7 @@ test_procs(void **state)
 	assert_int_equal(v[0].pid, 7);
 	assert_int_equal(v[0].state, 'Z');
 	assert_string_equal(v[0].comm, "torchrun");
+	assert_int_equal(v[0].cpu_ticks, 0);  /* a line that stops after the tree's fields */
 	assert_int_equal(v[1].pid, 42);
 	free(v);
 

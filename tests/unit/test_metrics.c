@@ -322,7 +322,8 @@ test_errors(void **state)
 	}
 }
 
-/* Boards and the training's use: base units, NaN left out, order kept. */
+/* Boards and the training's use: base units, NaN left out, nodes in the
+ * order first named (n2 by its board), a node's boards in the order set. */
 static void
 test_boards(void **state)
 {
@@ -368,8 +369,8 @@ test_boards(void **state)
 		"vigil_training_cpu_seconds_total{node=\"n1\"} 1240\n"
 		"# HELP vigil_training_memory_bytes Resident memory of the training's processes, in bytes.\n"
 		"# TYPE vigil_training_memory_bytes gauge\n"
-		"vigil_training_memory_bytes{node=\"n1\"} 3221225472\n"
-		"vigil_training_memory_bytes{node=\"n2\"} 1048576\n"));
+		"vigil_training_memory_bytes{node=\"n2\"} 1048576\n"
+		"vigil_training_memory_bytes{node=\"n1\"} 3221225472\n"));
 	assert_null(strstr(text, "nan"));
 	assert_null(strstr(text, "NaN"));
 	free(text);
@@ -419,6 +420,39 @@ test_boards_absent(void **state)
 	free(text);
 }
 
+/* Thousands of nodes: each keeps one sample per family, updated in place,
+ * in the order first named (the index grows under them). */
+static void
+test_many_nodes(void **state)
+{
+	struct fixture *f = *state;
+	char *text, name[32], want[96];
+	size_t count = 0;
+
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < 3000; i++) {
+			snprintf(name, sizeof(name), "node%04d", i);
+			assert_int_equal(metrics_set_node_e2e(f->m, name, 1000.0 * (i + pass)), 0);
+			if (i % 2 == 0)
+				assert_int_equal(metrics_set_training_usage(f->m, name, i, NAN), 0);
+		}
+	assert_int_equal(metrics_write(f->m, f->path), 0);
+	text = slurp(f->path, 1 << 20, NULL);
+	for (const char *p = text; (p = strstr(p, "\nvigil_node_e2e_seconds{")); p++)
+		count++;
+	assert_int_equal(count, 3000);
+	assert_non_null(strstr(text, "vigil_node_e2e_seconds{node=\"node0000\"} 1\n"
+	                             "vigil_node_e2e_seconds{node=\"node0001\"} 2\n"));
+	snprintf(want, sizeof(want), "vigil_node_e2e_seconds{node=\"node2999\"} 3000\n");
+	assert_non_null(strstr(text, want));
+	count = 0;
+	for (const char *p = text; (p = strstr(p, "\nvigil_training_cpu_seconds_total{")); p++)
+		count++;
+	assert_int_equal(count, 1500);
+	assert_null(strstr(text, "vigil_training_memory_bytes"));
+	free(text);
+}
+
 int
 main(void)
 {
@@ -434,6 +468,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_boards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_boards_absent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_boards_json, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_nodes, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,154 @@
+/*
+ * test_msg.c - the agents' messages: each kind through its encoding and
+ * back, and texts that are not such a message refused whole.
+ */
+#include "autoconf.h"
+
+#include "vigil_test.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "json.h"
+#include "msg.h"
+
+/* M encoded and decoded again as its kind, for a job of NRANKS. */
+static struct msg
+round_trip(const struct msg *m, int nranks)
+{
+	struct msg out;
+	char *text = msg_encode(m);
+
+	assert_non_null(text);
+	assert_int_equal(msg_decode(m->kind, text, nranks, &out), 0);
+	free(text);
+	return out;
+}
+
+static void
+test_result(void **state)
+{
+	const char *tail[] = { "Traceback (most recent call last):", "bad \xff byte" };
+	struct msg m = { .kind = MSG_RESULT }, d;
+
+	(void)state;
+	m.u.result = (struct msg_result){ .node = "n1", .attempt = 2, .seconds = 12.5,
+	                                  .exit_code = 137, .signal = 9, .ckpt = true,
+	                                  .ckpt_confirmed = false, .ckpt_why = "no new file",
+	                                  .tail = tail, .ntail = 2 };
+	d = round_trip(&m, 4);
+	assert_string_equal(d.u.result.node, "n1");
+	assert_int_equal(d.u.result.attempt, 2);
+	assert_int_equal(d.u.result.exit_code, 137);
+	assert_int_equal(d.u.result.signal, 9);
+	assert_true(d.u.result.ckpt);
+	assert_false(d.u.result.ckpt_confirmed);
+	assert_string_equal(d.u.result.ckpt_why, "no new file");
+	assert_int_equal(d.u.result.ntail, 2);
+	/* a byte that is not UTF-8 becomes U+FFFD on the wire */
+	assert_string_equal(d.u.result.tail[1], "bad \xef\xbf\xbd byte");
+	msg_clear(&d);
+}
+
+static void
+test_command_members(void **state)
+{
+	int members[] = { 0, 2 };
+	struct msg m = { .kind = MSG_COMMAND }, d;
+	char *text;
+
+	(void)state;
+	m.u.command = (struct msg_command){ .command = MSG_CMD_RESTART, .attempt = 1,
+	                                    .master_addr = "10.0.0.1", .master_port = 29500,
+	                                    .members = members, .nmembers = 2 };
+	d = round_trip(&m, 3);
+	assert_int_equal(d.u.command.command, MSG_CMD_RESTART);
+	assert_int_equal(d.u.command.nmembers, 2);
+	assert_int_equal(d.u.command.members[1], 2);
+	msg_clear(&d);
+	/* a member beyond the job is refused */
+	text = msg_encode(&m);
+	assert_int_equal(msg_decode(MSG_COMMAND, text, 2, &d), -EINVAL);
+	free(text);
+}
+
+/* A note with findings and what the node uses. */
+static void
+test_note_usage(void **state)
+{
+	struct msg_finding f = { .what = "xid", .device = "0000:07:00.0",
+	                         .verdict = VERDICT_FAIL, .evidence = "XID 79" };
+	struct msg m = { .kind = MSG_NOTE }, d;
+	cJSON *u = cJSON_Parse("{\"cpu_seconds\": 12.5, \"memory_bytes\": 1048576, "
+	                       "\"boards\": [{\"index\": 0, \"utilization\": 0.5}]}");
+	const cJSON *b;
+
+	(void)state;
+	assert_non_null(u);
+	m.u.note = (struct msg_note){ .node = "n2", .findings = &f, .nfindings = 1, .usage = u };
+	d = round_trip(&m, 4);
+	assert_string_equal(d.u.note.node, "n2");
+	assert_int_equal(d.u.note.nfindings, 1);
+	assert_int_equal(d.u.note.findings[0].verdict, VERDICT_FAIL);
+	assert_non_null(d.u.note.usage);
+	assert_true(d.u.note.usage != u);   /* the decoded message's own */
+	assert_true(json_num(d.u.note.usage, "cpu_seconds", 0, 1e9, -1) == 12.5);
+	b = cJSON_GetArrayItem(cJSON_GetObjectItem(d.u.note.usage, "boards"), 0);
+	assert_true(json_num(b, "utilization", 0, 1, -1) == 0.5);
+	msg_clear(&d);
+	assert_null(d.u.note.usage);
+	cJSON_Delete(u);
+
+	/* without usage: none decoded */
+	m.u.note.usage = NULL;
+	d = round_trip(&m, 4);
+	assert_null(d.u.note.usage);
+	msg_clear(&d);
+}
+
+static void
+test_refused(void **state)
+{
+	static const struct {
+		enum msg_kind kind;
+		const char *text;
+	} bad[] = {
+		{ MSG_NOTE, "{\"node\": \"n1\", \"findings\": [], \"usage\": [1, 2]}" },
+		{ MSG_NOTE, "{\"node\": \"n1\", \"findings\": [], \"usage\": 3}" },
+		{ MSG_NOTE, "{\"node\": \"n1\"}" },
+		{ MSG_NOTE, "{\"node\": \"n1\", \"findings\": [{\"what\": \"x\", \"device\": \"d\", "
+		            "\"verdict\": \"maybe\", \"evidence\": \"e\"}]}" },
+		{ MSG_RESULT, "{\"node\": \"n1\"}" },
+		{ MSG_FINAL, "[]" },
+		{ MSG_FINAL, "{\"exit_code\": 300, \"state\": \"error\", \"finalize\": true, "
+		             "\"cycles\": 0}" },
+		{ MSG_SUSPECT, "{\"node\": \"n1\", \"coordinator\": 9, \"silent\": 1}" },
+		{ MSG_PLAN, "not json" },
+	};
+	struct msg d;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&d, 0x5a, sizeof(d));
+		if (msg_decode(bad[i].kind, bad[i].text, 4, &d) != -EINVAL)
+			fail_msg("accepted %s", bad[i].text);
+	}
+	assert_string_equal(msg_kind_name(MSG_NOTE), "note");
+	assert_string_equal(msg_kind_name((enum msg_kind)99), "?");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_result),
+		cmocka_unit_test(test_command_members),
+		cmocka_unit_test(test_note_usage),
+		cmocka_unit_test(test_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
