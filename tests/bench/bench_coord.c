@@ -5,6 +5,8 @@
  *   gather     N pre-check reports parsed, compared across nodes (consistency)
  *   plan       go/no-go and the plan's text (it names every node)
  *   heartbeat  one round of N heartbeats and the scan that judges them
+ *   usage      one round of N usage notes (8 boards each) decoded, taken
+ *              into the metrics and the ranges, the metrics file written
  *   results    N results in, the report and the exclude list out
  *   final      FINAL encoded and handed to N-1 sends
  *
@@ -33,12 +35,14 @@
 #include "coord.h"
 #include "gather.h"
 #include "json.h"
+#include "metrics.h"
 #include "msg.h"
+#include "usage.h"
 #include "util.h"
 
-enum { STEP_GATHER, STEP_PLAN, STEP_BEAT, STEP_RESULTS, STEP_FINAL, NSTEPS };
-static const char *const step_names[NSTEPS] = { "gather", "plan", "heartbeat", "results",
-	                                        "final" };
+enum { STEP_GATHER, STEP_PLAN, STEP_BEAT, STEP_USAGE, STEP_RESULTS, STEP_FINAL, NSTEPS };
+static const char *const step_names[NSTEPS] = { "gather", "plan", "heartbeat", "usage",
+	                                        "results", "final" };
 
 struct sink {
 	unsigned long long msgs, bytes;
@@ -111,6 +115,67 @@ ms_since(double t0)
 	return (util_now_s() - t0) * 1000;
 }
 
+/* Node RANK's usage note as it travels: the training and 8 boards. */
+static char *
+usage_note(int rank)
+{
+	char node[32];
+	struct msg m = { .kind = MSG_NOTE };
+	cJSON *u = cJSON_CreateObject(), *b = cJSON_AddArrayToObject(u, "boards");
+	char *text;
+
+	snprintf(node, sizeof(node), "gpu%05d", rank);
+	cJSON_AddNumberToObject(u, "cpu_seconds", 1000 + rank);
+	cJSON_AddNumberToObject(u, "memory_bytes", 3e10);
+	cJSON_AddNumberToObject(u, "processes", 12);
+	for (int i = 0; i < 8; i++) {
+		cJSON *x = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(x, "index", i);
+		cJSON_AddNumberToObject(x, "utilization", (rank + i) % 100 / 100.0);
+		cJSON_AddNumberToObject(x, "memory_used_bytes", 6e10);
+		cJSON_AddNumberToObject(x, "memory_total_bytes", 8.5e10);
+		cJSON_AddNumberToObject(x, "temperature_celsius", 40 + (rank + i) % 40);
+		cJSON_AddNumberToObject(x, "power_watts", 300 + (rank * 7 + i) % 400);
+		cJSON_AddItemToArray(b, x);
+	}
+	m.u.note.node = node;
+	m.u.note.usage = u;
+	text = msg_encode(&m);
+	cJSON_Delete(u);
+	return text;
+}
+
+/* One round of N usage notes (TEXTS) into a metrics file under $TMPDIR. */
+static int
+usage_round(int n, char **texts)
+{
+	struct usage *u = usage_new(n);
+	struct metrics *mt = metrics_new();
+	const char *tmp = getenv("TMPDIR");
+	char path[256];
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "%s/bench_coord.%d.prom", tmp && *tmp ? tmp : "/tmp",
+	         (int)getpid());
+	for (int r = 0; r < n && rc == 0 && u && mt; r++) {
+		struct msg m;
+		char node[32];
+
+		snprintf(node, sizeof(node), "gpu%05d", r);
+		rc = msg_decode(MSG_NOTE, texts[r], n, &m);
+		if (rc == 0)
+			rc = usage_take(u, mt, r, node, m.u.note.usage, 30);
+		msg_clear(&m);
+	}
+	if (!u || !mt || rc < 0 || metrics_write(mt, path) < 0)
+		rc = -1;
+	unlink(path);
+	usage_free(u);
+	metrics_free(mt);
+	return rc;
+}
+
 /* One job of N nodes through the coordinator; TIMES[step] in ms. */
 static int
 run(int n, double *times)
@@ -126,15 +191,16 @@ run(int n, double *times)
 	struct gather g = { 0 };
 	struct coord *c;
 	char **payloads = calloc((size_t)n, sizeof(*payloads));
+	char **notes = calloc((size_t)n, sizeof(*notes));
 	char *text, *list;
 	cJSON *rep;
 	double t0;
 	bool done;
 
-	if (!payloads)
+	if (!payloads || !notes)
 		return -1;
 	for (int r = 0; r < n; r++)
-		if (!(payloads[r] = payload(r)))
+		if (!(payloads[r] = payload(r)) || !(notes[r] = usage_note(r)))
 			return -1;
 	c = coord_new(&o, &ops, 0);
 	if (!c || gather_init(&g, n) < 0)
@@ -172,6 +238,11 @@ run(int n, double *times)
 	times[STEP_BEAT] = ms_since(t0);
 
 	t0 = util_now_s();
+	if (usage_round(n, notes) < 0)
+		return -1;
+	times[STEP_USAGE] = ms_since(t0);
+
+	t0 = util_now_s();
 	for (int r = 0; r < n; r++) {
 		struct msg_result res = { .node = "gpu", .exit_code = r == 7 ? 1 : 0, .seconds = 9 };
 
@@ -193,9 +264,12 @@ run(int n, double *times)
 
 	done = coord_phase(c) == COORD_DONE && sink.msgs + 1 >= (unsigned long long)n;
 	coord_free(c);
-	for (int r = 0; r < n; r++)
+	for (int r = 0; r < n; r++) {
 		free(payloads[r]);
+		free(notes[r]);
+	}
 	free(payloads);
+	free(notes);
 	return done ? 0 : -1;
 }
 
