@@ -41,6 +41,14 @@ no_skips() {
 	fi
 }
 
+if [ -f config.status ]; then
+	# automake builds in a directory of its own only from an unconfigured source tree
+	echo "run-all.sh: $top was configured in place (config.status is there):" \
+		"run 'make distclean' in it first; build in a directory of its own" \
+		"(mkdir build && cd build && ../configure) to keep both" >&2
+	exit 2
+fi
+
 step "bootstrap"
 autoreconf -fi
 
