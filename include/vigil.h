@@ -59,6 +59,7 @@ enum vigil_exit {
 #define VIGIL_EVENT_ALERT       "alert"       /* a performance alert: ratio or straggler */
 #define VIGIL_EVENT_JOB         "job"         /* the job ended: state and status */
 #define VIGIL_EVENT_STALL       "stall"       /* an agent was late (stopped, starved): nobody blamed */
+#define VIGIL_EVENT_STAGE       "stage"       /* a node's data staging ended (or its preparation failed) */
 
 /*
  * Job states, as training platforms name them; the final report and the
