@@ -126,7 +126,7 @@ settle(struct stage_cli *c, const struct run_opts *o)
 
 	c->so.jobs = o->stage_jobs;
 	c->so.retention_s = o->stage_retention_s;
-	c->so.max_use_pct = o->stage_max_use;
+	c->so.max_use_pct = (double)o->stage_max_use;
 	if (c->jobs) {
 		if (opts_count(c->jobs, 1, STAGE_JOBS_MAX, &n) < 0)
 			return cmd_usage_error("stage", "--jobs needs a whole number from 1 to %d",

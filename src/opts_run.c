@@ -119,7 +119,7 @@ const struct opts_run opts_run_table[] = {
 	{ .name = "stage-retention", .kind = OPTS_DURATION, FIELD(stage_retention_s), .min = 60,
 	  .max = OPTS_DURATION_MAX, .flags = OPTS_SITE | OPTS_LIMIT | OPTS_OFF,
 	  .floor = "a copy is kept for the jobs that follow" },
-	{ .name = "stage-max-use", .kind = OPTS_NUMBER, FIELD(stage_max_use), .min = 1, .max = 100,
+	{ .name = "stage-max-use", .kind = OPTS_COUNT, FIELD(stage_max_use), .min = 1, .max = 100,
 	  .flags = OPTS_SITE | OPTS_LIMIT },
 	{ .name = "stage-jobs", .kind = OPTS_COUNT, FIELD(stage_jobs), .min = 1, .max = 64,
 	  .flags = OPTS_SITE | OPTS_LIMIT },

@@ -380,7 +380,7 @@ start_staging(struct prep *p)
 
 	snprintf(jobs, sizeof(jobs), "%d", p->ro->stage_jobs);
 	snprintf(ret, sizeof(ret), "%.0f", p->ro->stage_retention_s);
-	snprintf(use, sizeof(use), "%g", p->ro->stage_max_use);
+	snprintf(use, sizeof(use), "%d", p->ro->stage_max_use);
 	for (int i = 0; i < p->nsets; i++)
 		argv[k++] = (char *)p->ro->stage[i];
 	argv[k] = NULL;

@@ -85,7 +85,7 @@ struct run_opts {
 	const char *stage_dir;          /* the node's staging directory; default
 	                                 * /var/tmp/vigil-stage.%u (expanded) */
 	double stage_retention_s;       /* unused copies kept this long; default 7 days */
-	double stage_max_use;           /* refuse to fill the disk past this %; default 90 */
+	int stage_max_use;              /* refuse to fill the disk past this %; default 90 */
 	int stage_jobs;                 /* files copied at once per node; default 4 */
 	double stage_timeout_s;         /* 0: none */
 	const char *hook[RUN_LIST_MAX]; /* --hook PHASE[:ATTR]...=COMMAND, as given (checked) */

@@ -98,7 +98,9 @@ finish(struct runner *r)
 		r->status = WIFEXITED(st) ? WEXITSTATUS(st) :
 		            WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -EPROTO;
 	}
-	/* the keeper has written its last word: reap it unless someone did */
+	/* Nothing the program left behind in its group outlives it (a hook is
+	 * bounded in time); then the keeper, unless someone reaped it. */
+	(void)kill(-r->pid, SIGKILL);
 	(void)waitpid(r->pid, NULL, WNOHANG);
 	if (r->ops.done)
 		r->ops.done(r->ops.arg, r->status);

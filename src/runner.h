@@ -33,8 +33,9 @@ struct runner_ops {
 	 * as written), without its newline; at most RUNNER_LINE_MAX bytes. */
 	void (*line)(void *arg, const char *line, size_t len);
 	/* The program ended and its output reached EOF (or was given up a
-	 * second after the exit): STATUS as runner_status().  Called once;
-	 * the callback may free the runner. */
+	 * second after the exit; what it left in its group is then killed):
+	 * STATUS as runner_status().  Called once; the callback may free the
+	 * runner. */
 	void (*done)(void *arg, int status);
 	void *arg;
 };

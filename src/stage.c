@@ -836,16 +836,26 @@ seal(struct set_ctx *c)
 }
 
 static int
-check_space(struct set_ctx *c, char *err, size_t errlen)
+fs_space(const char *path, double *total, double *avail)
 {
 	struct statvfs vfs;
+
+	if (statvfs(path, &vfs) < 0)
+		return -errno;
+	*total = (double)vfs.f_blocks * (double)vfs.f_frsize;
+	*avail = (double)vfs.f_bavail * (double)vfs.f_frsize;
+	return 0;
+}
+
+static int
+check_space(struct set_ctx *c, char *err, size_t errlen)
+{
 	double total, avail, pct;
 	char need[32];
 
-	if (c->o->max_use_pct <= 0 || c->copy_bytes == 0 || statvfs(c->data, &vfs) < 0)
+	if (c->o->max_use_pct <= 0 || c->copy_bytes == 0 ||
+	    (c->o->fs_space ? c->o->fs_space : fs_space)(c->data, &total, &avail) < 0)
 		return 0;
-	total = (double)vfs.f_blocks * (double)vfs.f_frsize;
-	avail = (double)vfs.f_bavail * (double)vfs.f_frsize;
 	if (!stage_would_exceed(total, avail, (double)c->copy_bytes, c->o->max_use_pct, &pct))
 		return 0;
 	prepview_size((double)c->copy_bytes, need, sizeof(need));

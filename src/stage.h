@@ -41,7 +41,7 @@
 #define STAGE_JOBS_MAX 64
 #define STAGE_DIR_DEFAULT "/var/tmp/vigil-stage.%u"
 #define STAGE_RETENTION_DEFAULT (7 * 86400.0)
-#define STAGE_MAX_USE_DEFAULT 90.0
+#define STAGE_MAX_USE_DEFAULT 90
 #define STAGE_JOBS_DEFAULT 4
 
 struct stage_set {
@@ -69,6 +69,9 @@ struct stage_opts {
 	int jobs;                  /* files copied at once, 1..STAGE_JOBS_MAX */
 	double retention_s;        /* remove copies unused this long; <= 0: never */
 	double max_use_pct;        /* refuse past this use of the file system; <= 0: no limit */
+	/* The size and free space (bytes) of the file system at PATH; NULL:
+	 * statvfs()'s.  A seam for tests.  0 or a negative errno. */
+	int (*fs_space)(const char *path, double *total, double *avail);
 	/* Called from the staging process as it goes; COPIED at most every 100 ms. */
 	void (*progress)(void *arg, const struct stage_progress *p);
 	void *arg;
