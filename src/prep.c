@@ -333,7 +333,7 @@ on_stage_line(void *arg, const char *line, size_t len)
 		p->copied_bytes += a;
 		p->copied_files += b;
 	} else if (strncmp(buf, "error ", 6) == 0) {
-		snprintf(p->stage_error, sizeof(p->stage_error), "stage: %.380s", buf + 6);
+		snprintf(p->stage_error, sizeof(p->stage_error), "%.390s", buf + 6);
 	} else if (strncmp(buf, "ready ", 6) != 0) {
 		snprintf(out, sizeof(out), "[stage %s:%d] %s", p->node, p->o.rank, buf);
 		say(p, out);
@@ -349,11 +349,11 @@ on_stage_done(void *arg, int status)
 	runner_free(p->stager);
 	p->stager = NULL;
 	if (status == RUNNER_TIMEOUT)
-		snprintf(p->stage_error, sizeof(p->stage_error), "stage: not done within %.0f s "
+		snprintf(p->stage_error, sizeof(p->stage_error), "not done within %.0f s "
 		         "(--stage-timeout)", p->ro->stage_timeout_s);
 	else if (status != 0 && !p->stage_error[0])
-		snprintf(p->stage_error, sizeof(p->stage_error), "stage: `vigil stage` ended with "
-		         "status %d", status);
+		snprintf(p->stage_error, sizeof(p->stage_error), "`vigil stage` ended with status %d",
+		         status);
 	if (p->stage_error[0]) {
 		finish(p);
 		return;
@@ -440,8 +440,8 @@ after_precheck_hooks(struct prep *p)
 	}
 	rc = start_staging(p);
 	if (rc < 0) {
-		snprintf(p->stage_error, sizeof(p->stage_error), "stage: cannot start `vigil stage`: "
-		         "%s", strerror(-rc));
+		snprintf(p->stage_error, sizeof(p->stage_error), "cannot start `vigil stage`: %s",
+		         strerror(-rc));
 		finish(p);
 	}
 }
