@@ -17,6 +17,7 @@
 #include "batch.h"
 #include "json.h"
 #include "opts.h"
+#include "util.h"
 
 /* The whole file, NUL-terminated; NULL with errno (EFBIG when too large). */
 static char *
@@ -227,32 +228,20 @@ batch_index(int opt, int *index, char *err, size_t errlen)
 int
 batch_make_output(const char *dir, char *err, size_t errlen)
 {
-	char path[PATH_MAX];
 	struct stat st;
-	int rc;
+	int rc = util_mkdir_p(dir, 0777);
 
-	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	/* the parents first, as mkdir -p */
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0777) < 0 && errno != EEXIST) {
-			rc = -errno;
-			snprintf(err, errlen, "cannot make the output directory %s: %s", path,
-			         strerror(-rc));
-			return rc;
-		}
-		*p = '/';
-	}
-	if (mkdir(path, 0777) < 0 && errno != EEXIST) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot make the output directory %s: %s", path, strerror(-rc));
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot make the output directory %s: %s", dir, strerror(-rc));
 		return rc;
 	}
-	if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "the output directory %s is %s", path,
+	if (lstat(dir, &st) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot read the output directory %s: %s", dir, strerror(-rc));
+		return rc;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "the output directory %s is %s", dir,
 		         S_ISLNK(st.st_mode) ? "a symbolic link: refused" : "not a directory");
 		return -ENOTDIR;
 	}

@@ -58,8 +58,8 @@ wlog_open(const char *dir, const char *node, long long max_bytes, char *err, siz
 		snprintf(err, errlen, "the log's path %s/%s.out is too long", dir, node);
 		goto fail;
 	}
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		rc = -errno;
+	rc = util_mkdir_p(dir, 0755);
+	if (rc < 0) {
 		snprintf(err, errlen, "cannot make %s: %s", dir, strerror(-rc));
 		goto fail;
 	}
