@@ -403,6 +403,7 @@ end_hooks(struct job *j, const char *state)
 	if (rc <= 0) {
 		if (rc < 0)
 			LOG_ERR("cannot run the end hooks: out of memory");
+		j->exit_code = prep_exit_code(j->prep, j->exit_code);  /* a checkpoint hook's */
 		drain(j);
 		return;
 	}
