@@ -5,6 +5,7 @@
  *   cmd_check.c   vigil check, and the check flags `run` takes too
  *   cmd_slots.c   vigil slots
  *   cmd_report.c  vigil report
+ *   cmd_stage.c   vigil stage: data staging (stage.h), alone or for vigil run
  *   cmd.c         usage errors, the node's name, slot discovery
  *
  * Each command takes ARGV[0] = its own name ("run") and returns the
@@ -25,6 +26,7 @@ int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_slots(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_stage(int argc, char **argv);
 
 /* "vigil CMD: MESSAGE" and the pointer to --help on stderr; returns
  * VIGIL_EXIT_USAGE. */

@@ -18,12 +18,16 @@
 #include <unistd.h>
 
 #include "vigil.h"
+#include "batch.h"
 #include "cmd.h"
 #include "cmdline.h"
 #include "config.h"
+#include "hooks.h"
 #include "log.h"
 #include "opts.h"
+#include "prep.h"
 #include "run.h"
+#include "stage.h"
 
 static const char run_usage[] =
 "usage: mpirun --map-by ppr:1:node vigil run [OPTIONS] -- COMMAND [ARGS...]\n"
@@ -94,6 +98,9 @@ static const char run_usage[] =
 
 /* getopt values of the table's rows: OPT_BASE + row */
 #define OPT_BASE 1000
+/* the repeatable options outside the table */
+#define OPT_STAGE 900
+#define OPT_HOOK 901
 /* Templates expanded for one job: report, events, metrics. */
 #define OWNED_MAX 8
 
@@ -108,6 +115,7 @@ struct run_cli {
 	const struct opts_run *bare_opt; /* a bare number under a minute, and its text */
 	const char *bare_arg;
 	bool limited[64];          /* per row: lowered to the site's limit */
+	struct batch_task task;    /* --batch: this run's sub-task */
 };
 
 /*
@@ -155,6 +163,8 @@ long_options(struct option *out)
 		out[n].val = OPT_BASE + (int)i;
 		n++;
 	}
+	out[n++] = (struct option){ "stage", required_argument, NULL, OPT_STAGE };
+	out[n++] = (struct option){ "hook", required_argument, NULL, OPT_HOOK };
 	out[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 	out[n] = (struct option){ NULL, 0, NULL, 0 };
 }
@@ -235,11 +245,49 @@ stray_unit(char **argv, int argc, int last, const char *value, bool bare)
 	                       tolower((unsigned char)argv[optind][0]), argv[optind]);
 }
 
+/*
+ * --stage NAME=SRC and --hook SPEC, repeatable: checked here, kept as
+ * given.  1 when CH is one of them and was taken, 0 when it is not, or
+ * an exit status after a message.
+ */
+static int
+take_listed(struct run_cli *c, int ch, const char *arg)
+{
+	struct stage_set set;
+	struct config_hook h;
+	char name[64], other[64], why[320];
+
+	if (ch != OPT_STAGE && ch != OPT_HOOK)
+		return 0;
+	if ((ch == OPT_STAGE ? c->o->nstage : c->o->nhook) == RUN_LIST_MAX)
+		return cmd_usage_error("run", "at most %d --%s options", RUN_LIST_MAX,
+		                       ch == OPT_STAGE ? "stage" : "hook");
+	if (ch == OPT_HOOK) {
+		if (hooks_parse_spec(arg, &h, why, sizeof(why)) < 0)
+			return cmd_usage_error("run", "--hook '%s': %s", arg, why);
+		hooks_spec_free(&h);
+		c->o->hook[c->o->nhook++] = arg;
+		return 1;
+	}
+	if (stage_parse(arg, &set, name, sizeof(name), why, sizeof(why)) < 0)
+		return cmd_usage_error("run", "--stage '%s': %s", arg, why);
+	for (int i = 0; i < c->o->nstage; i++) {
+		size_t n = strcspn(c->o->stage[i], "=");
+
+		snprintf(other, sizeof(other), "%.*s", (int)n, c->o->stage[i]);
+		if (strcmp(other, name) == 0)
+			return cmd_usage_error("run", "--stage %s given twice: each dataset needs a "
+			                       "name of its own", name);
+	}
+	c->o->stage[c->o->nstage++] = arg;
+	return 1;
+}
+
 /* The command line into C.  0, -1 after --help, or an exit status. */
 static int
 parse_args(int argc, char **argv, struct run_cli *c)
 {
-	struct option longopts[CMD_CHECK_NOPTIONS + 64 + 2];
+	struct option longopts[CMD_CHECK_NOPTIONS + 64 + 4];
 	const struct opts_run *verbose = opts_run_find("verbose");
 	const char *value = NULL;
 	bool bare = false;
@@ -260,6 +308,11 @@ parse_args(int argc, char **argv, struct run_cli *c)
 		}
 		if (ch == 'v')
 			ch = OPT_BASE + (int)(verbose - opts_run_table);
+		rc = take_listed(c, ch, optarg);
+		if (rc == 1)
+			continue;
+		if (rc > 1)
+			return rc;
 		if (ch < OPT_BASE || ch >= OPT_BASE + (int)opts_run_count)
 			return cmd_usage_error("run", "invalid option");
 		rc = take_option(c, &opts_run_table[ch - OPT_BASE], optarg, &bare);
@@ -272,8 +325,11 @@ parse_args(int argc, char **argv, struct run_cli *c)
 	if (rc != 0)
 		return rc;
 	warn_bare(c);
-	if (optind >= argc)
+	if (optind >= argc && !c->o->batch)
 		return cmd_usage_error("run", "no command: give it after --, e.g. vigil run -- python3 train.py");
+	if (optind < argc && c->o->batch)
+		return cmd_usage_error("run", "--batch %s gives each sub-task's command: nothing may "
+		                       "follow the options", c->o->batch);
 	return 0;
 }
 
@@ -394,17 +450,68 @@ settle(struct run_cli *c)
 	return 0;
 }
 
+/* --batch: this run's sub-task, its working directory and output. */
+static int
+take_batch(struct run_cli *c)
+{
+	char err[600];
+	int index;
+
+	if (batch_index(c->o->batch_index, &index, err, sizeof(err)) < 0)
+		return cmd_usage_error("run", "%s", err);
+	if (batch_load(c->o->batch, index, c->o->output_dir, &c->task, err, sizeof(err)) < 0) {
+		fprintf(stderr, "vigil run: %s\n", err);
+		return VIGIL_EXIT_USAGE;
+	}
+	c->o->workdir = c->task.algorithm;
+	c->o->output_dir = c->task.output;
+	return 0;
+}
+
+/*
+ * Before MPI starts (no threads yet): the variables the training finds
+ * its data and outputs by, and the output directory.  0 or an exit
+ * status after a message.
+ */
+static int
+platform_env(struct run_cli *c)
+{
+	char err[600];
+
+	if (prep_setenv(c->o, err, sizeof(err)) < 0)
+		return cmd_usage_error("run", "%s", err);
+	if (c->o->output_dir && !c->o->dry_run &&
+	    batch_make_output(c->o->output_dir, err, sizeof(err)) < 0) {
+		fprintf(stderr, "vigil run: %s\n", err);
+		return VIGIL_EXIT_USAGE;
+	}
+	if (batch_setenv(c->o->batch ? &c->task : NULL, c->o->output_dir) < 0) {
+		LOG_ERR("cannot set the batch's variables: out of memory");
+		return VIGIL_EXIT_INTERNAL;
+	}
+	return 0;
+}
+
 /* Returns 0, -1 after --help, or an exit status. */
 static int
 run_parse(int argc, char **argv, struct run_cli *c)
 {
-	char err[1024];
-	int rc;
+	char err[1024], **cargv;
+	int rc, cargc;
 
 	rc = parse_args(argc, argv, c);
 	if (rc != 0)
 		return rc;
-	if (cmdline_check(argc - optind, argv + optind, &c->o->cmd, err, sizeof(err)) < 0) {
+	cargc = argc - optind;
+	cargv = argv + optind;
+	if (c->o->batch) {
+		rc = take_batch(c);
+		if (rc != 0)
+			return rc;
+		cargc = c->task.argc;
+		cargv = c->task.argv;
+	}
+	if (cmdline_check(cargc, cargv, &c->o->cmd, err, sizeof(err)) < 0) {
 		fprintf(stderr, "vigil run: %s\n", err);
 		return VIGIL_EXIT_USAGE;
 	}
@@ -413,7 +520,8 @@ run_parse(int argc, char **argv, struct run_cli *c)
 		return rc;
 	c->o->node = c->node;
 	c->o->topology = c->f.topology;
-	return settle(c);
+	rc = settle(c);
+	return rc != 0 ? rc : platform_env(c);
 }
 
 int
@@ -435,6 +543,7 @@ cmd_run(int argc, char **argv)
 		rc = VIGIL_EXIT_OK;
 	}
 	cmdline_free(o.cmd);
+	batch_task_free(&c.task);
 	cmd_check_flags_free(&c.f);
 	for (size_t i = 0; i < c.nowned; i++)
 		free(c.owned[i]);

@@ -551,6 +551,129 @@ out:
 	return rc;
 }
 
+/* ---- the "hooks" list ------------------------------------------------ */
+
+const char *const config_hook_phase_names[CONFIG_HOOK_NPHASES] = {
+	[CONFIG_HOOK_PRECHECK] = "pre-check", [CONFIG_HOOK_PRELAUNCH] = "pre-launch",
+	[CONFIG_HOOK_CHECKPOINT] = "checkpoint", [CONFIG_HOOK_REQUEUE] = "requeue",
+	[CONFIG_HOOK_END] = "end",
+};
+
+static int
+parse_hook_phase(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	for (int i = 0; cJSON_IsString(v) && i < CONFIG_HOOK_NPHASES; i++)
+		if (strcmp(v->valuestring, config_hook_phase_names[i]) == 0) {
+			*FIELD(base, k, int) = i;
+			return 0;
+		}
+	return type_error(p, "one of \"pre-check\", \"pre-launch\", \"checkpoint\", \"requeue\", "
+	                  "\"end\"", v);
+}
+
+static int
+parse_hook_command(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	char **field = FIELD(base, k, char *);
+
+	if (!cJSON_IsString(v) || !v->valuestring[0])
+		return type_error(p, "a command (a non-empty string, run with /bin/sh -c)", v);
+	free(*field);
+	*field = strdup(v->valuestring);
+	return *field ? 0 : fail(p, -ENOMEM, "out of memory");
+}
+
+/* "on": "all" or "coordinator"; "on_failure": "fail" or "warn". */
+static int
+parse_hook_word(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	const char *yes = k->min ? "warn" : "coordinator", *no = k->min ? "fail" : "all";
+
+	if (cJSON_IsString(v) && (strcmp(v->valuestring, yes) == 0 ||
+	                          strcmp(v->valuestring, no) == 0)) {
+		*FIELD(base, k, bool) = strcmp(v->valuestring, yes) == 0;
+		return 0;
+	}
+	return k->min ? type_error(p, "\"fail\" or \"warn\"", v)
+	              : type_error(p, "\"all\" or \"coordinator\"", v);
+}
+
+/* Seconds as a number, or a duration as the options take it ("90s", "5m"). */
+static int
+parse_hook_timeout(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	double d = -1;
+
+	if (cJSON_IsNumber(v))
+		d = v->valuedouble;
+	else if (cJSON_IsString(v) && opts_duration(v->valuestring, &d, NULL) < 0)
+		d = -1;
+	if (!(d > 0) || d > SECONDS_MAX)
+		return type_error(p, "a duration from 1 second to a day (90, \"90s\", \"5m\")", v);
+	*FIELD(base, k, double) = d;
+	return 0;
+}
+
+static const struct key hook_keys[] = {
+	{ .name = "phase", .parse = parse_hook_phase,
+	  .off = offsetof(struct config_hook, phase), .required = true },
+	{ .name = "command", .parse = parse_hook_command,
+	  .off = offsetof(struct config_hook, command), .required = true },
+	{ .name = "on", .parse = parse_hook_word, .off = offsetof(struct config_hook, coordinator) },
+	{ .name = "on_failure", .parse = parse_hook_word, .min = 1,
+	  .off = offsetof(struct config_hook, warn) },
+	{ .name = "timeout", .parse = parse_hook_timeout,
+	  .off = offsetof(struct config_hook, timeout_s) },
+	{ .name = NULL }
+};
+
+static void
+free_hooks(struct config_hook *hooks, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(hooks[i].command);
+	free(hooks);
+}
+
+static int
+parse_hooks(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	struct config *cfg = base;
+	struct config_hook *hooks = NULL;
+	size_t n = 0, len;
+	const cJSON *e;
+	int rc = 0;
+
+	(void)k;
+	if (!cJSON_IsArray(v))
+		return type_error(p, "an array of objects", v);
+	len = (size_t)cJSON_GetArraySize(v);
+	if (len > 0 && !(hooks = calloc(len, sizeof(*hooks))))
+		return fail(p, -ENOMEM, "out of memory");
+	cJSON_ArrayForEach(e, v) {
+		size_t old = push(p, NULL, n);
+
+		if (n >= len) {
+			rc = fail(p, -EINVAL, "too many entries");
+			break;
+		}
+		n++;
+		rc = cJSON_IsObject(e) ? parse_object(p, e, hook_keys, &hooks[n - 1])
+		                       : type_error(p, "an object", e);
+		if (rc < 0)
+			break;
+		pop(p, old);
+	}
+	if (rc < 0) {
+		free_hooks(hooks, n);
+		return rc;
+	}
+	free_hooks(cfg->hooks, cfg->nhooks);
+	cfg->hooks = hooks;
+	cfg->nhooks = n;
+	return 0;
+}
+
 /* ---- the "run" section ---------------------------------------------- */
 
 /* Refuse an unknown key inside "run" or "run.limits", listing the keys
@@ -848,6 +971,7 @@ static const struct key top_keys[] = {
 	{ .name = "sysfs_root", .parse = parse_path, CFG(sysfs_root) },
 	{ .name = "check", .parse = parse_section, .sub = check_keys },
 	{ .name = "run", .parse = parse_run },
+	{ .name = "hooks", .parse = parse_hooks },
 	{ .name = NULL }
 };
 
@@ -1254,6 +1378,7 @@ config_free(struct config *cfg)
 	free_list(cfg->ib_devices, cfg->nib_devices);
 	free_settings(cfg->run, cfg->nrun);
 	free_settings(cfg->run_limits, cfg->nrun_limits);
+	free_hooks(cfg->hooks, cfg->nhooks);
 	free(cfg->origin);
 	config_boards_free(&cfg->boards);
 	memset(cfg, 0, sizeof(*cfg));

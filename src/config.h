@@ -29,6 +29,27 @@ struct config_path {
 
 struct opts_run;
 
+/* "hooks": the lifecycle scripts of `vigil run` (生命周期脚本), by phase. */
+enum config_hook_phase {
+	CONFIG_HOOK_PRECHECK,    /* before the pre-check */
+	CONFIG_HOOK_PRELAUNCH,   /* after the staging, before the launch */
+	CONFIG_HOOK_CHECKPOINT,  /* the training is told to save */
+	CONFIG_HOOK_REQUEUE,     /* the job ends to be requeued (81) */
+	CONFIG_HOOK_END,         /* the job ended, with its state and status */
+};
+#define CONFIG_HOOK_NPHASES 5
+
+/* "pre-check", "pre-launch", "checkpoint", "requeue", "end", by phase. */
+extern const char *const config_hook_phase_names[CONFIG_HOOK_NPHASES];
+
+struct config_hook {
+	int phase;                 /* enum config_hook_phase */
+	char *command;             /* run with /bin/sh -c */
+	bool coordinator;          /* on the coordinator only; default: on every node */
+	bool warn;                 /* a failure warns; default: it fails (vigil.conf(5)) */
+	double timeout_s;          /* 0: vigil run's --hook-timeout */
+};
+
 /* One value of the "run" section, or one of "run.limits" (opts.h). */
 struct config_setting {
 	const struct opts_run *opt; /* the option, a row of opts_run_table */
@@ -125,6 +146,10 @@ struct config {
 	char *origin;              /* the file last loaded (NULL: none), for messages */
 	/* "check.slots.driver_version": per vendor (nvidia, amd, cambricon) */
 	struct config_version driver_version[CONFIG_NVENDORS];
+
+	/* "hooks", in the order given (the site's; a job adds its own with --hook) */
+	struct config_hook *hooks;
+	size_t nhooks;
 
 	/* "check.storage.ckpt_min_free_mb": free space the checkpoint directory
 	 * (vigil run --ckpt-dir) keeps while training runs, watched by the

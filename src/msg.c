@@ -15,6 +15,9 @@
  *   note     {"node", "signal"?, "findings": [{"what", "device", "verdict", "evidence"}],
  *             "usage"?: {...}}
  *   suspect  {"node", "coordinator", "silent"}
+ *   prep     {"node", "step", "ok", "error"?, "copied_bytes", "copied_files",
+ *             "copy_bytes", "copy_files", "data_bytes", "data_files", "seconds"}
+ *            or, from the coordinator, {"go"}
  *   heartbeat {}
  */
 #include "autoconf.h"
@@ -56,6 +59,7 @@ msg_kind_name(enum msg_kind kind)
 	case MSG_HEARTBEAT: return "heartbeat";
 	case MSG_NOTE: return "note";
 	case MSG_SUSPECT: return "suspect";
+	case MSG_PREP: return "prep";
 	}
 	return "?";
 }
@@ -236,6 +240,26 @@ encode_note(cJSON *o, const struct msg_note *n, bool *ok)
 	}
 }
 
+static void
+encode_prep(cJSON *o, const struct msg_prep *p, bool *ok)
+{
+	if (!p->node) {
+		put_bool(o, "go", p->go, ok);
+		return;
+	}
+	put_str(o, "node", p->node, ok);
+	put_str(o, "step", p->step ? p->step : "done", ok);
+	put_bool(o, "ok", p->ok, ok);
+	put_str(o, "error", p->error, ok);
+	put_num(o, "copied_bytes", p->copied_bytes, ok);
+	put_num(o, "copied_files", p->copied_files, ok);
+	put_num(o, "copy_bytes", p->copy_bytes, ok);
+	put_num(o, "copy_files", p->copy_files, ok);
+	put_num(o, "data_bytes", p->data_bytes, ok);
+	put_num(o, "data_files", p->data_files, ok);
+	put_num(o, "seconds", p->seconds, ok);
+}
+
 char *
 msg_encode(const struct msg *m)
 {
@@ -258,6 +282,7 @@ msg_encode(const struct msg *m)
 		put_num(o, "coordinator", m->u.suspect.coordinator, &ok);
 		put_num(o, "silent", m->u.suspect.silent, &ok);
 		break;
+	case MSG_PREP: encode_prep(o, &m->u.prep, &ok); break;
 	case MSG_HEARTBEAT: break;
 	default:
 		cJSON_Delete(o);
@@ -521,6 +546,37 @@ decode_suspect(const cJSON *o, int nranks, struct msg_suspect *sp)
 	return json_get_num(o, "silent", 0, SECONDS_MAX, &sp->silent) < 0 ? -EINVAL : 0;
 }
 
+#define SIZE_MAX_BYTES 1e18  /* bytes and files a staging may count */
+
+static int
+decode_prep(const cJSON *o, struct msg_prep *p)
+{
+	const char *step;
+	int rc;
+
+	if (!cJSON_GetObjectItemCaseSensitive(o, "node"))
+		return get_bool(o, "go", true, &p->go);
+	if ((rc = get_strdup(o, "node", true, &p->node)) < 0 ||
+	    (rc = get_bool(o, "ok", true, &p->ok)) < 0 ||
+	    (rc = get_strdup(o, "error", false, &p->error)) < 0)
+		return rc;
+	if (json_get_str(o, "step", &step) < 0 ||
+	    (strcmp(step, "hooks") && strcmp(step, "staging") && strcmp(step, "done")))
+		return -EINVAL;
+	p->step = strdup(step);
+	if (!p->step)
+		return -ENOMEM;
+	if (json_get_num(o, "copied_bytes", 0, SIZE_MAX_BYTES, &p->copied_bytes) < 0 ||
+	    json_get_num(o, "copied_files", 0, SIZE_MAX_BYTES, &p->copied_files) < 0 ||
+	    json_get_num(o, "copy_bytes", 0, SIZE_MAX_BYTES, &p->copy_bytes) < 0 ||
+	    json_get_num(o, "copy_files", 0, SIZE_MAX_BYTES, &p->copy_files) < 0 ||
+	    json_get_num(o, "data_bytes", 0, SIZE_MAX_BYTES, &p->data_bytes) < 0 ||
+	    json_get_num(o, "data_files", 0, SIZE_MAX_BYTES, &p->data_files) < 0 ||
+	    json_get_num(o, "seconds", 0, SECONDS_MAX, &p->seconds) < 0)
+		return -EINVAL;
+	return 0;
+}
+
 int
 msg_decode(enum msg_kind kind, const char *text, int nranks, struct msg *out)
 {
@@ -543,6 +599,7 @@ msg_decode(enum msg_kind kind, const char *text, int nranks, struct msg *out)
 	case MSG_FINAL: rc = decode_final(o, &out->u.final); break;
 	case MSG_NOTE: rc = decode_note(o, &out->u.note); break;
 	case MSG_SUSPECT: rc = decode_suspect(o, nranks, &out->u.suspect); break;
+	case MSG_PREP: rc = decode_prep(o, &out->u.prep); break;
 	case MSG_HEARTBEAT: rc = 0; break;
 	default: rc = -EINVAL; break;
 	}
@@ -608,6 +665,11 @@ msg_clear(struct msg *m)
 		break;
 	case MSG_SUSPECT:
 		xfree(m->u.suspect.node);
+		break;
+	case MSG_PREP:
+		xfree(m->u.prep.node);
+		xfree(m->u.prep.step);
+		xfree(m->u.prep.error);
 		break;
 	case MSG_HEARTBEAT:
 		break;

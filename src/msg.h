@@ -19,6 +19,8 @@
  *   HEARTBEAT  either way           still here
  *   NOTE       node -> coordinator  inspection findings, a checkpoint signal
  *   SUSPECT    node -> successor    the coordinator fell silent here
+ *   PREP       node -> coordinator  the preparation (hooks, staging): progress, done
+ *              coordinator -> node  still here, or go on to the gather
  *
  * No I/O, no MPI.  Strings in a decoded message are owned by it and freed
  * by msg_clear() (they are const only so that a message built for
@@ -41,10 +43,11 @@ enum msg_kind {
 	MSG_HEARTBEAT = 14,
 	MSG_NOTE = 15,
 	MSG_SUSPECT = 16,
+	MSG_PREP = 17,
 };
 
 #define MSG_KIND_MIN MSG_PLAN
-#define MSG_KIND_MAX MSG_SUSPECT
+#define MSG_KIND_MAX MSG_PREP
 
 /* The largest rank a message may name (MPI's int, with room to spare). */
 #define MSG_RANK_MAX (1 << 24)
@@ -142,6 +145,23 @@ struct msg_suspect {
 	double silent;     /* seconds without a word from it */
 };
 
+/*
+ * The preparation before the gather (prep.h): a node's progress and its
+ * end (DONE, with OK or the ERROR that fails its pre-check), or from the
+ * coordinator, GO (every node is ready: gather now) or a keepalive.
+ */
+struct msg_prep {
+	const char *node;        /* node -> coordinator */
+	const char *step;        /* "hooks", "staging", "done"; NULL from the coordinator */
+	bool ok;                 /* done: the preparation passed */
+	const char *error;       /* done, not ok: why (one line); NULL */
+	double copied_bytes, copied_files;   /* staging so far */
+	double copy_bytes, copy_files;       /* what the staging has to copy */
+	double data_bytes, data_files;       /* the datasets' whole size */
+	double seconds;          /* the staging's time so far */
+	bool go;                 /* coordinator -> node: start the gather */
+};
+
 struct msg {
 	enum msg_kind kind;
 	union {
@@ -151,6 +171,7 @@ struct msg {
 		struct msg_final final;
 		struct msg_note note;
 		struct msg_suspect suspect;
+		struct msg_prep prep;
 	} u;  /* HEARTBEAT carries nothing */
 };
 

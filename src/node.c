@@ -28,8 +28,10 @@
 #include "modes.h"
 #include "node.h"
 #include "output.h"
+#include "prep.h"
 #include "sig.h"
 #include "vhealth.h"
+#include "wlog.h"
 
 extern char **environ;
 
@@ -79,6 +81,9 @@ struct node {
 	char *tail[TAIL_LINES];
 	int ntail, tailnext;
 	bool said_lost;
+	bool hidden;              /* --output coordinator: this attempt's stdout goes to the log */
+	struct wlog *wlog;        /* ... that log (wlog.h), opened on first use */
+	bool said_wlog;
 
 	/* the checkpoint's evidence (--ckpt-confirm) */
 	struct ckpt_confirm *confirm;
@@ -248,6 +253,52 @@ close_child_fd(struct node *n, int fd)
 	}
 }
 
+/* The run directory: --run-dir, else $TMPDIR/vigil.JOB. */
+static void run_dir(const struct node *n, char *buf, size_t len);
+
+/* Where hidden output is kept: --node-logs, else RUN-DIR/logs. */
+static void
+logs_dir(const struct node *n, char *buf, size_t len)
+{
+	char dir[4096];
+
+	if (n->ro->node_logs) {
+		snprintf(buf, len, "%s", n->ro->node_logs);
+		return;
+	}
+	run_dir(n, dir, sizeof(dir));
+	snprintf(buf, len, "%s/logs", dir);
+}
+
+/*
+ * A hidden node's stdout (--output coordinator, not the lowest member)
+ * goes to its log (wlog.h) instead of being dropped; everything else to
+ * our own output.  A log that cannot be written is said once and dropped.
+ */
+static int
+pass_on(struct node *n, struct output *o, const char *buf, size_t len)
+{
+	char dir[4200], err[600];
+
+	if (o != n->out || !n->hidden)
+		return output_push(o, buf, len);
+	if (!n->wlog && !n->said_wlog) {
+		logs_dir(n, dir, sizeof(dir));
+		n->wlog = wlog_open(dir, n->name, (long long)n->ro->node_log_mb << 20, err,
+		                    sizeof(err));
+		if (!n->wlog)
+			LOG_ERR("this node's output is hidden (--output coordinator) and cannot be "
+			        "kept: %s", err);
+		n->said_wlog = !n->wlog;
+	}
+	if (n->wlog && wlog_write(n->wlog, buf, len) < 0 && !n->said_wlog) {
+		LOG_ERR("cannot write this node's output to %s: %s", wlog_path(n->wlog),
+		        strerror(errno));
+		n->said_wlog = true;
+	}
+	return 0;
+}
+
 static void
 on_child_fd(struct loop *l, int fd, short revents, void *arg)
 {
@@ -283,7 +334,7 @@ on_child_fd(struct loop *l, int fd, short revents, void *arg)
 			linebuf_feed(n->errlines, buf, (size_t)got, err_line, n);
 		else
 			linebuf_feed(n->outlines, buf, (size_t)got, out_line, n);
-		rc = output_push(o, buf, (size_t)got);
+		rc = pass_on(n, o, buf, (size_t)got);
 		if (rc < 0 && rc != -EAGAIN && rc != -EPIPE)
 			LOG_ERR("cannot pass the training's output on: %s; it is being lost",
 			        strerror(-rc));
@@ -315,8 +366,6 @@ open_outputs(struct node *n)
 		if (output_set_prefix(n->out, prefix) < 0 || output_set_prefix(n->err, prefix) < 0)
 			return -ENOMEM;
 	}
-	if (!n->ro->output_all && n->o.rank != 0)
-		output_set_discard(n->out, true);
 	if (loop_add_fd(n->loop, STDOUT_FILENO, 0, on_dest, n) < 0 ||
 	    loop_add_fd(n->loop, STDERR_FILENO, 0, on_dest, n) < 0)
 		return -ENOMEM;
@@ -784,6 +833,16 @@ build_launch(struct node *n, char *err, size_t errlen)
 	return rc;
 }
 
+/*
+ * --output coordinator shows one node's stdout: the lowest rank that
+ * trains in this attempt (rank 0's, unless --min-nodes left it out).
+ */
+static bool
+shows_stdout(const struct node *n)
+{
+	return n->ro->output_all || n->nmembers == 0 || n->members[0] == n->o.rank;
+}
+
 static int
 start_training(struct node *n)
 {
@@ -793,10 +852,11 @@ start_training(struct node *n)
 		/* Under mpirun our stdout is usually a terminal, so the training
 		 * gets one too and line-buffers its prints as it would at a shell. */
 		.pty_stdout = pty ? strcmp(pty, "0") != 0 : isatty(STDOUT_FILENO),
-		.cgroup = n->o.cgroup,
+		.cgroup = n->o.cgroup, .cwd = n->ro->workdir,
 	};
 	int rc;
 
+	n->hidden = !shows_stdout(n);
 	rc = child_spawn(&co, &n->child);
 	if (rc < 0) {
 		n->start_code = rc == -ENOENT ? 127 : 126;
@@ -853,6 +913,33 @@ node_launch(struct node *n)
 	return 0;
 }
 
+/* A node the plan left out (the pre-check, --min-nodes) runs nothing. */
+static void
+describe_left_out(const struct node *n, FILE *f)
+{
+	fprintf(f, "left out: not ready at the pre-check; %d of %d nodes train without it "
+	        "(--min-nodes %d): no training runs here\n", n->nmembers, n->nranks,
+	        n->ro->min_nodes);
+}
+
+static void
+describe_member(struct node *n, FILE *f)
+{
+	char dir[4200];
+
+	mode_describe(f, &n->launch, environ);
+	if (n->ro->workdir)
+		fprintf(f, "cwd: %s\n", n->ro->workdir);
+	prep_describe(f, n->ro, n->o.cfg, n->o.rank == 0);
+	if (shows_stdout(n)) {
+		fprintf(f, "stdout: shown\n");
+		return;
+	}
+	logs_dir(n, dir, sizeof(dir));
+	fprintf(f, "stdout: kept in %s/%s.out (--output coordinator), rotated past %d MiB\n", dir,
+	        n->name, n->ro->node_log_mb);
+}
+
 char *
 node_describe(struct node *n)
 {
@@ -867,8 +954,10 @@ node_describe(struct node *n)
 	fprintf(f, "== %s (rank %d, %s mode)\n", n->name, n->o.rank, mode_name(n->ro->mode));
 	if (rc < 0)
 		fprintf(f, "error: %s\n", rc == -ENOMEM ? strerror(ENOMEM) : err);
+	else if (!n->member)
+		describe_left_out(n, f);
 	else
-		mode_describe(f, &n->launch, environ);
+		describe_member(n, f);
 	if (fclose(f) != 0) {
 		free(text);
 		return NULL;
@@ -1114,6 +1203,7 @@ node_free(struct node *n)
 	free(n->slot_vendors);
 	output_free(n->out);
 	output_free(n->err);
+	wlog_close(n->wlog);
 	linebuf_free(n->errlines);
 	linebuf_free(n->outlines);
 	inspect_free(n->insp);

@@ -12,11 +12,15 @@
  *
  * The job's phases here are the agent's, not the coordinator's:
  *
+ *   PREP    before the gather, with staging or hooks (prep.h): each node's
+ *           pre-check hooks, pre-check, staging and pre-launch hooks, and
+ *           the coordinator's go once every node is done
  *   GATHER  every node's pre-check report goes to the coordinator
  *   PLAN    the coordinator plans; the others wait for the plan
  *   DRYRUN  --dry-run: every node's description goes to the coordinator
  *   RUN     the training runs (coord.c's phases live inside this one)
  *   FINAL   the coordinator's last timing reduction (bounded)
+ *   HOOKS   the requeue and end hooks, with the job's status (bounded)
  *   DRAIN   output flushed, messages and reductions completed (bounded)
  *   HOLD    --hold-on-failure keeps the allocation (SIGTERM ends it)
  *
@@ -48,6 +52,7 @@
 #include "coord.h"
 #include "events.h"
 #include "gather.h"
+#include "hooks.h"
 #include "jobperf.h"
 #include "json.h"
 #include "log.h"
@@ -55,9 +60,11 @@
 #include "msg.h"
 #include "node.h"
 #include "peer.h"
+#include "prep.h"
 #include "run.h"
 #include "sig.h"
 #include "slurm.h"
+#include "stage.h"
 #include "topo.h"
 #include "usage.h"
 #include "util.h"
@@ -75,7 +82,8 @@ extern char **environ;
 #define END_TIME_TIMEOUT_S 2 /* ... and how long it waits for the answer */
 #define ORPHAN_EXTRA_S 20    /* beyond the grace: how long an orphan waits for the successor */
 
-enum phase { PH_GATHER, PH_PLAN, PH_DRYRUN, PH_RUN, PH_FINAL, PH_DRAIN, PH_HOLD, PH_EXIT };
+enum phase { PH_GATHER, PH_PLAN, PH_DRYRUN, PH_RUN, PH_FINAL, PH_DRAIN, PH_HOLD, PH_EXIT,
+             PH_PREP, PH_HOOKS };
 
 struct job {
 	const struct run_opts *o;
@@ -94,6 +102,7 @@ struct job {
 	struct loop_timer *phase_timer;  /* ends the current phase if peers are late */
 
 	char cgdir[4096];            /* a cgroup v2 directory delegated to us, or "" */
+	char self[4096];             /* this program, for `vigil stage` */
 
 	/* discovery and the gather */
 	const char *vendor;
@@ -110,6 +119,7 @@ struct job {
 	char *description;           /* --dry-run */
 
 	struct node *node;
+	struct prep *prep;           /* staging and hooks (prep.h), NULL without them */
 	struct coord *coord;         /* rank 0, or the successor after a takeover */
 	struct jobperf *perf;
 	struct usage *usage;         /* coordinator: what the trainings and boards use */
@@ -137,6 +147,19 @@ now_s(const struct job *j)
 	return (double)loop_now(j->loop) / 1000.0;
 }
 
+/* The platform's options (prep.h, stage.h, hooks.h, batch.h, wlog.h). */
+static void
+run_opts_init_platform(struct run_opts *o)
+{
+	o->stage_dir = STAGE_DIR_DEFAULT;
+	o->stage_retention_s = STAGE_RETENTION_DEFAULT;
+	o->stage_max_use = STAGE_MAX_USE_DEFAULT;
+	o->stage_jobs = STAGE_JOBS_DEFAULT;
+	o->hook_timeout_s = HOOKS_TIMEOUT_DEFAULT;
+	o->batch_index = -1;
+	o->node_log_mb = 64;
+}
+
 void
 run_opts_init(struct run_opts *o)
 {
@@ -156,7 +179,9 @@ run_opts_init(struct run_opts *o)
 	o->perf_window = 5;
 	o->summary_s = 60;
 	o->perf_interval_s = 1;
+	run_opts_init_platform(o);
 }
+
 
 /* ---- phases ------------------------------------------------------------------ */
 
@@ -303,6 +328,9 @@ write_report(struct job *j, double now)
 	perf = j->usage ? usage_summary(j->usage) : NULL;
 	if (perf)
 		cJSON_AddItemToObject(r, "usage", perf);
+	perf = prep_report(j->prep);
+	if (perf)
+		cJSON_AddItemToObject(r, "staging", perf);
 	/* a reader (the batch script) never sees half a report */
 	text = json_print(r, true);
 	cJSON_Delete(r);
@@ -406,6 +434,34 @@ usage_event(struct job *j, double now, bool force)
 
 static void drain(struct job *j);
 
+static long
+on_hooks_late(struct loop *l, void *arg)
+{
+	struct job *j = arg;
+
+	(void)l;
+	j->phase_timer = NULL;
+	LOG_WARN("the end hooks did not end in time: leaving them");
+	drain(j);
+	return LOOP_NOMORE;
+}
+
+/* The job's status is known: the requeue and end hooks (prep.h), then the drain. */
+static void
+end_hooks(struct job *j, const char *state)
+{
+	int rc = j->prep ? prep_end(j->prep, state, j->exit_code) : 0;
+
+	if (rc <= 0) {
+		if (rc < 0)
+			LOG_ERR("cannot run the end hooks: out of memory");
+		j->exit_code = prep_exit_code(j->prep, j->exit_code);  /* a checkpoint hook's */
+		drain(j);
+		return;
+	}
+	enter(j, PH_HOOKS, (long)((prep_time_left(j->prep) + 5) * 1000), on_hooks_late);
+}
+
 /* Every result is in and the last reduction done (or given up): the end. */
 static void
 conclude(struct job *j)
@@ -421,7 +477,7 @@ conclude(struct job *j)
 	j->exit_code = coord_exit_code(j->coord);
 	j->hold = coord_hold(j->coord);
 	j->clean = j->clean && coord_finalize_safe(j->coord);
-	drain(j);
+	end_hooks(j, coord_state(j->coord));
 }
 
 static long
@@ -490,7 +546,7 @@ take_final(struct job *j, const struct msg_final *f)
 	remove_record(j);
 	if (j->perf)
 		jobperf_set_due(j->perf, f->cycles);
-	drain(j);
+	end_hooks(j, f->state);
 }
 
 static void watch_act(struct job *j, enum watch_action a, double now);
@@ -605,6 +661,8 @@ route(struct job *j, int src, int tag, const char *text)
 			if (j->perf && j->rank != 0)
 				jobperf_ticked(j->perf);
 		} else if (j->node && j->phase == PH_RUN) {
+			if (m.u.command.command == MSG_CMD_CHECKPOINT)
+				prep_checkpoint(j->prep, m.u.command.reason);
 			node_command(j->node, &m.u.command);
 			if (m.u.command.command == MSG_CMD_RESTART && j->perf)
 				jobperf_set_trains(j->perf, node_trains(j->node));
@@ -617,6 +675,10 @@ route(struct job *j, int src, int tag, const char *text)
 	case MSG_SUSPECT:
 		if (j->watch)
 			watch_act(j, watch_suspect(j->watch, src, now), now);
+		break;
+	case MSG_PREP:
+		if (j->phase == PH_PREP)
+			prep_message(j->prep, src, &m.u.prep, now);
 		break;
 	case MSG_HEARTBEAT:
 		break;
@@ -631,7 +693,9 @@ route_all(struct job *j)
 	int src, tag, rc;
 	char *text;
 
-	while (j->phase != PH_EXIT && (rc = peer_poll(j->p, &src, &tag, &text)) == 1) {
+	/* not once a gather began: its messages are not ours to take (peer.h) */
+	while (j->phase != PH_EXIT && j->phase != PH_GATHER && j->phase != PH_DRYRUN &&
+	       (rc = peer_poll(j->p, &src, &tag, &text)) == 1) {
 		route(j, src, tag, text);
 		free(text);
 	}
@@ -722,7 +786,8 @@ on_signal(struct loop *l, int fd, short revents, void *arg)
 	while ((sig = sig_fd_read(fd, NULL)) > 0) {
 		bool stopper = sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
 
-		if (stopper && (j->phase == PH_GATHER || j->phase == PH_PLAN)) {
+		if (stopper && (j->phase == PH_GATHER || j->phase == PH_PLAN ||
+		                j->phase == PH_PREP)) {
 			/* Nothing runs yet: the agent just goes. */
 			LOG_INFO("got %s before the training started", sig_name(sig));
 			leave(j, 128 + sig, false);
@@ -732,6 +797,12 @@ on_signal(struct loop *l, int fd, short revents, void *arg)
 			enter(j, PH_EXIT, -1, NULL);
 			continue;
 		}
+		if (stopper && j->phase == PH_HOOKS) {
+			drain(j);  /* the hooks are killed on the way out */
+			continue;
+		}
+		if (sig == SIGCHLD && !j->node)
+			(void)child_reap(NULL);  /* hooks and staging keepers (runner.h) */
 		if (sig == SIGTERM && j->phase == PH_RUN)
 			write_record(j, j->o->resume ? VIGIL_EXIT_REQUEUE : 128 + sig,
 			             VIGIL_STATE_STOPPED, j->o->resume ?
@@ -1318,7 +1389,9 @@ static struct coord *
 new_coord(struct job *j, int self)
 {
 	struct coord_opts co = {
-		.size = j->size, .self = self, .precheck = j->o->precheck,
+		.size = j->size, .self = self,
+		/* staging and hook failures are pre-check failures, even with --precheck off */
+		.precheck = j->o->precheck || prep_before_gather(j->prep),
 		.precheck_level = j->o->precheck_level, .verbose = j->o->verbose,
 		.resume = j->o->resume, .restart_max = j->o->restart_max,
 		.min_nodes = j->o->min_nodes, .max_resumes = j->o->max_resumes,
@@ -1486,6 +1559,94 @@ dry_run_done(struct job *j, bool complete)
 	leave(j, code, true);
 }
 
+/* ---- the preparation (prep.h) -------------------------------------------------------- */
+
+static int new_node(struct job *j);
+
+/* This node's pre-check, once: its payload for the gather. */
+static const char *
+prep_precheck(void *arg)
+{
+	struct job *j = arg;
+
+	if (!j->payload) {
+		j->payload = survey(j);
+		if (!j->payload || new_node(j) < 0)
+			return NULL;
+	}
+	return j->payload;
+}
+
+/* The pre-check and the gather, with what the preparation adds to the payload. */
+static int
+gather_now(struct job *j)
+{
+	char *amended;
+	int rc;
+
+	if (!prep_precheck(j))
+		return -ENOMEM;
+	if (!j->prep)
+		return start_gather(j, PH_GATHER, j->payload);
+	amended = prep_amend_payload(j->prep, j->payload);
+	if (!amended)
+		return -ENOMEM;
+	rc = start_gather(j, PH_GATHER, amended);
+	free(amended);  /* the gather keeps a copy */
+	return rc;
+}
+
+static void
+prep_go(void *arg, bool ok)
+{
+	struct job *j = arg;
+
+	if (!ok) {
+		LOG_ERR("the preparation ended without the coordinator");
+		leave(j, VIGIL_EXIT_INTERNAL, false);
+		return;
+	}
+	if (gather_now(j) < 0) {
+		LOG_ERR("cannot send this node's report: out of memory");
+		leave(j, VIGIL_EXIT_INTERNAL, false);
+	}
+}
+
+static void
+prep_ended(void *arg)
+{
+	struct job *j = arg;
+
+	if (j->phase != PH_HOOKS)
+		return;
+	j->exit_code = prep_exit_code(j->prep, j->exit_code);
+	drain(j);
+}
+
+/* Staging or hooks: the prep, and when it has work before the gather, its phase. */
+static int
+begin(struct job *j)
+{
+	struct prep_opts po = {
+		.run = j->o, .cfg = j->cfg, .node = j->name, .rank = j->rank, .size = j->size,
+		.job_id = j->job_id, .sigmask = &j->oldmask, .self = j->self,
+	};
+	struct prep_ops ops = { coord_send, prep_precheck, prep_go, prep_ended, job_say,
+	                        job_event, j };
+	ssize_t n = readlink("/proc/self/exe", j->self, sizeof(j->self) - 1);
+
+	j->self[n > 0 ? n : 0] = '\0';
+	if (!prep_needed(j->o, j->cfg))
+		return gather_now(j);
+	j->prep = prep_new(&po, j->loop, &ops);
+	if (!j->prep)
+		return -ENOMEM;
+	if (!prep_before_gather(j->prep))
+		return gather_now(j);
+	enter(j, PH_PREP, -1, NULL);
+	return prep_start(j->prep, now_s(j));
+}
+
 /* ---- the job ------------------------------------------------------------------------- */
 
 /* Signals, MPI, the loop: everything the phases need. */
@@ -1569,6 +1730,7 @@ tear_down(struct job *j)
 			LOG_ERR("cannot write events to %s: %s", j->o->events, strerror(-rc));
 	}
 	node_free(j->node);
+	prep_free(j->prep);
 	if (j->perf && !jobperf_idle(j->perf))
 		j->clean = false;  /* MPI may still write its buffers */
 	jobperf_free(j->perf);
@@ -1613,9 +1775,9 @@ run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***a
 		tear_down(j);
 		return rc;
 	}
-	/* Pre-check, gathered at the coordinator, which plans or refuses. */
-	j->payload = survey(j);
-	if (!j->payload || new_node(j) < 0 || start_gather(j, PH_GATHER, j->payload) < 0) {
+	/* Pre-check, gathered at the coordinator, which plans or refuses;
+	 * with staging or hooks, this node's preparation first. */
+	if (begin(j) < 0) {
 		LOG_ERR("cannot send this node's report: out of memory");
 		j->clean = false;
 		tear_down(j);

@@ -14,6 +14,9 @@
 #include "modes.h"
 #include "verdict.h"
 
+/* Repeatable options (--stage, --hook): at most this many each. */
+#define RUN_LIST_MAX 16
+
 struct run_forward {
 	int from, to;          /* a signal to the agent, and what the training gets */
 };
@@ -74,6 +77,29 @@ struct run_opts {
 	                                 * MODE_TORCH_LAUNCH, the manual's */
 	const char *ckpt_confirm;       /* --ckpt-confirm file:PATH|output:REGEX; NULL:
 	                                 * exit status 0 after the signal is the save */
+
+	/* the platform's data preparation, lifecycle scripts, batch tasks and
+	 * kept output (prep.h, stage.h, hooks.h, batch.h, wlog.h) */
+	const char *stage[RUN_LIST_MAX];  /* --stage NAME=SRC, as given (checked) */
+	int nstage;
+	const char *stage_dir;          /* the node's staging directory; default
+	                                 * /var/tmp/vigil-stage.%u (expanded) */
+	double stage_retention_s;       /* unused copies kept this long; default 7 days */
+	int stage_max_use;              /* refuse to fill the disk past this %; default 90 */
+	int stage_jobs;                 /* files copied at once per node; default 4 */
+	double stage_timeout_s;         /* 0: none */
+	const char *hook[RUN_LIST_MAX]; /* --hook PHASE[:ATTR]...=COMMAND, as given (checked) */
+	int nhook;
+	double hook_timeout_s;          /* a hook without its own; default 300 */
+	const char *batch;              /* --batch FILE: the sub-tasks */
+	int batch_index;                /* --batch-index; -1: SLURM_ARRAY_TASK_ID */
+	const char *output_dir;         /* --output-dir: VIGIL_OUTPUT_DIR (a batch task's
+	                                 * OUTPUT/NAME-INDEX) */
+	const char *workdir;            /* the training's working directory (a batch task's
+	                                 * algorithm); NULL: the agent's */
+	const char *node_logs;          /* --node-logs DIR: hidden stdout (--output
+	                                 * coordinator) kept here; NULL: RUN-DIR/logs */
+	int node_log_mb;                /* per node before rotating; default 64 */
 };
 
 void run_opts_init(struct run_opts *o);

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +217,26 @@ util_dir_is_private(const char *dir)
 	if (st.st_mode & 022)
 		return -EACCES;
 	return 0;
+}
+
+int
+util_mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return len ? -ENAMETOOLONG : -ENOENT;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return mkdir(buf, mode) < 0 && errno != EEXIST ? -errno : 0;
 }
 
 /* Remove everything inside directory DFD (not DFD itself), on device DEV. */

@@ -77,6 +77,14 @@ int util_private_dir(const char *parent, const char *prefix, char *buf, size_t l
 int util_dir_is_private(const char *dir);
 
 /*
+ * Make directory PATH and the missing directories leading to it, as
+ * `mkdir -p` does, each with MODE (less the umask).  Returns 0 (also when
+ * they exist), or the negative errno of the first that cannot be made;
+ * whether PATH is then a directory, and whose, is the caller's to check.
+ */
+int util_mkdir_p(const char *path, mode_t mode);
+
+/*
  * Remove DIR and everything in it, without following symlinks and
  * without leaving DIR's file system (a mount point under DIR is left).
  * Returns 0 or the first negative errno met (it goes on past errors).

@@ -9,11 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/testbed/tb.sh"
 
-if [ "$(id -u)" != 0 ] || ! tb_usable; then
-	echo "skip: the test bed needs root and working network namespaces"
-	exit 77
-fi
-unset VIGIL_NODE_NAME
+tb_require
 export TB_TIMEOUT=90
 tb_up 3 || { fail "test bed"; finish; }
 hb="--heartbeat 0.5 --heartbeat-timeout 1.5 --inspect-interval 1 --tag-output"

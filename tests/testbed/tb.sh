@@ -72,6 +72,16 @@ tb_usable() {
 	[ "$ok" = 1 ]
 }
 
+# tb_require: skip the test (77, which the CI script counts as a failure)
+# unless the test bed can be built here.
+tb_require() {
+	if ! tb_usable; then
+		echo "skip: the test bed needs root and working network namespaces"
+		exit 77
+	fi
+	unset VIGIL_NODE_NAME
+}
+
 # _tb_node NODE: print the node's short name (nK, head or switch); fails
 # on anything that is not a node of this test bed.
 _tb_node() {

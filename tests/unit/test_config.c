@@ -206,7 +206,28 @@ static const struct bad bad_cases[] = {
 	{ "{\"check\": {\"nics\": {\"spee\": 1}}}",
 	  "cfg.json: check.nics.spee: unknown key (valid: required, min_speed_mbps, "
 	  "ib_devices, ib_min_rate_gbps)", NULL },
-	{ "{\"chekc\": {}}", "cfg.json: chekc: unknown key (valid: sysfs_root, check, run)", NULL },
+	{ "{\"chekc\": {}}",
+	  "cfg.json: chekc: unknown key (valid: sysfs_root, check, run, hooks)", NULL },
+	/* the lifecycle hooks */
+	{ "{\"hooks\": {}}", "cfg.json: hooks: expected an array of objects, got an object", NULL },
+	{ "{\"hooks\": [{\"command\": \"true\"}]}",
+	  "cfg.json: hooks[0].phase: missing (required in every entry)", NULL },
+	{ "{\"hooks\": [{\"phase\": \"end\"}]}",
+	  "cfg.json: hooks[0].command: missing (required in every entry)", NULL },
+	{ "{\"hooks\": [{\"phase\": \"after\", \"command\": \"true\"}]}", NULL,
+	  "cfg.json: hooks[0].phase: expected one of \"pre-check\", \"pre-launch\"" },
+	{ "{\"hooks\": [{\"phase\": \"end\", \"command\": \"\"}]}", NULL,
+	  "cfg.json: hooks[0].command: expected a command" },
+	{ "{\"hooks\": [{\"phase\": \"end\", \"command\": \"x\", \"on\": \"some\"}]}",
+	  "cfg.json: hooks[0].on: expected \"all\" or \"coordinator\", got \"some\"", NULL },
+	{ "{\"hooks\": [{\"phase\": \"end\", \"command\": \"x\", \"on_failure\": 1}]}",
+	  "cfg.json: hooks[0].on_failure: expected \"fail\" or \"warn\", got 1", NULL },
+	{ "{\"hooks\": [{\"phase\": \"end\", \"command\": \"x\", \"timeout\": \"2x\"}]}", NULL,
+	  "cfg.json: hooks[0].timeout: expected a duration" },
+	{ "{\"hooks\": [{\"phase\": \"end\", \"command\": \"x\", \"timeout\": 0}]}", NULL,
+	  "cfg.json: hooks[0].timeout: expected a duration" },
+	{ "{\"hooks\": [{\"phase\": \"end\", \"command\": \"x\", \"when\": 0}]}", NULL,
+	  "cfg.json: hooks[0].when: unknown key" },
 	{ "{\"check\": {\"storage\": {\"paths\": [{\"path\": \"/a\", \"free\": 1}]}}}",
 	  NULL, "cfg.json: check.storage.paths[0].free: unknown key (valid: path," },
 	/* duplicates */
@@ -310,7 +331,8 @@ static const struct bad bad_cases[] = {
 	  NULL },
 	{ "{\"run\": {\"limits\": {\"heartbeat\": 1}}}",
 	  "cfg.json: run.limits.heartbeat: unknown key (valid: grace, max_resumes, restart, "
-	  "hold_on_failure)", NULL },
+	  "hold_on_failure, stage_retention, stage_max_use, stage_jobs, hook_timeout, "
+	  "node_log_mb)", NULL },
 	{ "{\"run\": {\"limits\": {\"grace\": 0.01}}}",
 	  NULL, "cfg.json: run.limits.grace: 0.01 s is below the minimum of 0.1 s" },
 	{ "{\"run\": {\"grace\": \"5m\", \"limits\": {\"grace\": 60}}}",
@@ -350,7 +372,7 @@ test_error_message_one_line(void **state)
 
 	/* user text in the message (a key with a newline) stays on one line */
 	assert_int_equal(load(f, "{\"a\\nb\": 1}"), -EINVAL);
-	assert_string_equal(f->err, "cfg.json: a?b: unknown key (valid: sysfs_root, check, run)");
+	assert_string_equal(f->err, "cfg.json: a?b: unknown key (valid: sysfs_root, check, run, hooks)");
 	/* a NUL byte is not JSON text */
 	assert_int_equal(config_load_buffer(&f->cfg, "{\n \0}", 5, "cfg.json", f->err,
 	                                    sizeof(f->err)), -EINVAL);
@@ -444,6 +466,35 @@ test_overlay(void **state)
 }
 
 /* The "run" section as the site writes it: kept as given, checked once. */
+/* The lifecycle hooks, in order, with their defaults. */
+static void
+test_hooks_section(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(load(f, "{\"hooks\": ["
+	                      "{\"phase\": \"pre-launch\", \"command\": \"/site/prolog\"},"
+	                      "{\"phase\": \"end\", \"command\": \"echo $VIGIL_JOB_STATE\","
+	                      " \"on\": \"coordinator\", \"on_failure\": \"warn\","
+	                      " \"timeout\": \"2m\"},"
+	                      "{\"phase\": \"checkpoint\", \"command\": \"sync\", \"timeout\": 30}]}"),
+	                 0);
+	assert_int_equal(f->cfg.nhooks, 3);
+	assert_int_equal(f->cfg.hooks[0].phase, CONFIG_HOOK_PRELAUNCH);
+	assert_string_equal(f->cfg.hooks[0].command, "/site/prolog");
+	assert_false(f->cfg.hooks[0].coordinator);
+	assert_false(f->cfg.hooks[0].warn);
+	assert_true(f->cfg.hooks[0].timeout_s == 0);
+	assert_int_equal(f->cfg.hooks[1].phase, CONFIG_HOOK_END);
+	assert_true(f->cfg.hooks[1].coordinator);
+	assert_true(f->cfg.hooks[1].warn);
+	assert_true(f->cfg.hooks[1].timeout_s == 120);
+	assert_int_equal(f->cfg.hooks[2].phase, CONFIG_HOOK_CHECKPOINT);
+	assert_true(f->cfg.hooks[2].timeout_s == 30);
+	for (int i = 0; i < CONFIG_HOOK_NPHASES; i++)
+		assert_non_null(config_hook_phase_names[i]);
+}
+
 static void
 test_run_section(void **state)
 {
@@ -573,6 +624,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_file_too_large, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overlay, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_run_section, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hooks_section, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_regular, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_add, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seed_corpus, setup, teardown),

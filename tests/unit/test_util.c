@@ -199,6 +199,26 @@ test_remove_tree_keeps_link_targets(void **state)
 	assert_int_equal(access(link, F_OK), 0);
 }
 
+/* util_mkdir_p() makes what is missing, and is content with what exists. */
+static void
+test_mkdir_p(void **state)
+{
+	struct fixture *f = *state;
+	char deep[600], file[700];
+	struct stat st;
+
+	snprintf(deep, sizeof(deep), "%s/a/b//c", f->dir);
+	assert_int_equal(util_mkdir_p(deep, 0755), 0);
+	assert_int_equal(stat(deep, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(util_mkdir_p(deep, 0755), 0);
+	snprintf(file, sizeof(file), "%s/a/file", f->dir);
+	assert_int_equal(util_write_atomic_str(file, "x", 0644), 0);
+	snprintf(deep, sizeof(deep), "%s/a/file/d", f->dir);
+	assert_int_equal(util_mkdir_p(deep, 0755), -ENOTDIR);
+	assert_int_equal(util_mkdir_p("", 0755), -ENOENT);
+}
+
 static void
 test_utf8_repair(void **state)
 {
@@ -296,6 +316,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_private_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dir_is_private, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove_tree_keeps_link_targets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mkdir_p, setup, teardown),
 		cmocka_unit_test(test_utf8_repair),
 		cmocka_unit_test(test_hostname_check),
 		cmocka_unit_test(test_clock_moves_forward),
