@@ -6,6 +6,8 @@
 # reset-required recovery action, a board lost from the bus or gone from
 # the enumeration, uncorrectable ECC errors fail; a throttled board warns;
 # a library that hangs is cut off; an absent library is not an event.
+# The same for AMD boards (ROCm SMI: RAS errors, temperature, a board lost)
+# and Cambricon cards (CNDev: health, ECC) through their fake libraries.
 . "$(dirname "$0")/lib.sh"
 
 : "${FAKEVENDOR_DIR:?FAKEVENDOR_DIR must name the fake vendor libraries}"
@@ -80,6 +82,58 @@ n = c["details"]["libraries"]["nvml"]
 print(c["verdict"], n["available"], n["count"], n["boards"][0]["pci_bus_id"],
       n["boards"][0]["utilization_percent"])')
 expect_eq "json: the boards check and its facts" "pass True 2 0000:04:00.0 50" "$summary"
+
+# AMD and Cambricon boards through the fake ROCm SMI and CNDev, named in
+# the configuration: each library is asked because the node has that
+# vendor's boards (the Corona node's four MI50s, the synthetic MLU370 node).
+# vendor_root NAME TOPOLOGY VENDOR: a sysfs tree with the topology's boards,
+# and the script lines naming them for VENDOR in $VB.
+vendor_root() {
+	local ids i=0 b
+	ids=$("$VIGIL" slots --json --topology "$TOPO_DIR/$2" | python3 -c '
+import json, sys
+print(" ".join(s["pci_bus_id"] for s in json.load(sys.stdin)["slots"]))')
+	PASCAL_GPUS="$ids" make_root "$SCRATCH/$1"
+	VB=""
+	for b in $ids; do VB="$VB$3 $i bus $b"$'\n'; i=$((i + 1)); done
+	VN=$i
+}
+printf '{"check": {"boards": {"rocm_smi_library": "%s/librocm_smi64.so.1", "cndev_library": "%s/libcndev.so"}}}\n' \
+	"$FAKEVENDOR_DIR" "$FAKEVENDOR_DIR" > "$SCRATCH/others.json"
+# vcheck NAME TOPOLOGY LINES: vigil check -v of that node, its boards scripted.
+vcheck() {
+	printf '%s%s\n' "$VB" "$3" > "$VIGIL_FAKE_VENDOR"
+	out=$("$VIGIL" check -v --sysfs-root "$SCRATCH/$1" --topology "$TOPO_DIR/$2" --slots "$VN" \
+		--nic eth1 --ib mlx5_0 --config "$SCRATCH/others.json" 2>&1); rc=$?
+}
+vendor_root amd mpibind-epyc-corona.xml amd
+vcheck amd mpibind-epyc-corona.xml ""
+expect_eq "ROCm SMI, healthy: exit" 0 "$rc"
+expect_eq "ROCm SMI, healthy: silent" "" "$out"
+vcheck amd mpibind-epyc-corona.xml "amd 1 ras.umc 0 4"
+expect_eq "ROCm SMI, uncorrectable RAS errors: exit" 80 "$rc"
+expect_match "ROCm SMI, uncorrectable RAS errors: the line" \
+	'^vigil: boards: ras 0000:23:00\.0/umc: 4 uncorrectable errors in block umc' "$out"
+vcheck amd mpibind-epyc-corona.xml "amd 2 temperature.edge 99
+amd 2 critical.edge 95"
+expect_eq "ROCm SMI, hot board: exit" 0 "$rc"
+expect_match "ROCm SMI, hot board: a warning" \
+	'warning: boards: temperature 0000:53:00\.0: 99 C, the board slows down at 95 C' "$out"
+vcheck amd mpibind-epyc-corona.xml "amd 3 absent 1"
+expect_eq "ROCm SMI, board lost: exit" 80 "$rc"
+expect_match "ROCm SMI, board lost: the line" \
+	'boards: board 0000:73:00\.0: slot 3 is not among the 3 boards ROCm SMI sees' "$out"
+vendor_root mlu synthetic-mlu370-2n.xml cambricon
+vcheck mlu synthetic-mlu370-2n.xml ""
+expect_eq "CNDev, healthy: exit" 0 "$rc"
+vcheck mlu synthetic-mlu370-2n.xml "cambricon 1 health 0"
+expect_eq "CNDev, unhealthy card: exit" 80 "$rc"
+expect_match "CNDev, unhealthy card: the line" \
+	'^vigil: boards: health 0000:1a:00\.0: CNDev health: not healthy' "$out"
+vcheck mlu synthetic-mlu370-2n.xml "cambricon 2 ecc.uncorrected 3"
+expect_eq "CNDev, uncorrectable ECC: exit" 80 "$rc"
+expect_match "CNDev, uncorrectable ECC: the line" \
+	'^vigil: boards: ecc 0000:1b:00\.0: 3 uncorrectable ECC errors' "$out"
 
 # The pre-check under mpirun: the node whose board waits for a reset fails.
 printf '%s\n' "$BOARDS" > "$SCRATCH/s0"
