@@ -78,6 +78,7 @@ static const char run_usage[] =
 "  --heartbeat TIME    heartbeat interval (default 5s, at least 0.1s)\n"
 "  --heartbeat-timeout TIME  a node silent this long is lost (default 30s)\n"
 "  --hold-on-failure TIME  keep the allocation this long after an abnormal end\n"
+"  --no-nudge          no UDP wake-ups between agents (MPI read every 80 ms when idle)\n"
 "\n"
 "Performance (timing lines: \"this iteration hardware time is H and e2e time is E ms.\"):\n"
 "  --perf-threshold R  alert when hardware/e2e is above R (see --perf-compare)\n"

@@ -3,8 +3,9 @@
  *
  * The wire form of each kind is one JSON object:
  *   plan     {"go", "exit_code"?, "message"?, "master_addr"?, "master_port"?,
- *             "job", "finalize", "nodes": [{"host", "addr", "slots"}], "members": [r]}
- *            or a header {"go": true, "job", "finalize", "bcast": LEN}: the
+ *             "job", "finalize", "nudge"?, "nodes": [{"host", "addr", "slots"}],
+ *             "members": [r]}
+ *            or a header {"go": true, "job", "finalize", "nudge"?, "bcast": LEN}: the
  *            plan follows as a broadcast of LEN bytes
  *   result   {"node", "attempt", "idle", "seconds", "exit_code", "signal"?,
  *             "agent_signal"?, "error"?, "checkpoint"?: {"confirmed", "why"},
@@ -119,6 +120,8 @@ encode_plan(cJSON *o, const struct msg_plan *p, bool *ok)
 		put_str(o, "job", p->job ? p->job : "", ok);
 		put_bool(o, "finalize", p->finalize, ok);
 		put_num(o, "bcast", (double)p->bcast, ok);
+		if (p->nudge)
+			put_str(o, "nudge", p->nudge, ok);
 		return;
 	}
 	if (!p->go) {
@@ -130,6 +133,8 @@ encode_plan(cJSON *o, const struct msg_plan *p, bool *ok)
 	}
 	put_str(o, "job", p->job ? p->job : "", ok);
 	put_bool(o, "finalize", p->finalize, ok);
+	if (p->nudge)
+		put_str(o, "nudge", p->nudge, ok);
 	nodes = cJSON_AddArrayToObject(o, "nodes");
 	if (!nodes)
 		*ok = false;
@@ -384,7 +389,8 @@ decode_plan(const cJSON *o, int nranks, struct msg_plan *p)
 		p->bcast = (long)bcast;
 		if ((rc = get_bool(o, "go", true, &p->go)) < 0 ||
 		    (rc = get_strdup(o, "job", true, &p->job)) < 0 ||
-		    (rc = get_bool(o, "finalize", true, &p->finalize)) < 0)
+		    (rc = get_bool(o, "finalize", true, &p->finalize)) < 0 ||
+		    (rc = get_strdup(o, "nudge", false, &p->nudge)) < 0)
 			return rc;
 		return p->go ? 0 : -EINVAL;
 	}
@@ -394,7 +400,8 @@ decode_plan(const cJSON *o, int nranks, struct msg_plan *p)
 	    (rc = get_strdup(o, "master_addr", p->go, &p->master_addr)) < 0 ||
 	    (rc = get_int(o, "master_port", 0, PORT_MAX, p->go, &p->master_port)) < 0 ||
 	    (rc = get_strdup(o, "job", true, &p->job)) < 0 ||
-	    (rc = get_bool(o, "finalize", true, &p->finalize)) < 0)
+	    (rc = get_bool(o, "finalize", true, &p->finalize)) < 0 ||
+	    (rc = get_strdup(o, "nudge", false, &p->nudge)) < 0)
 		return rc;
 	if (!cJSON_IsArray(nodes) || cJSON_GetArraySize(nodes) > nranks)
 		return -EINVAL;
@@ -632,6 +639,7 @@ msg_clear(struct msg *m)
 		xfree(m->u.plan.message);
 		xfree(m->u.plan.master_addr);
 		xfree(m->u.plan.job);
+		xfree(m->u.plan.nudge);
 		for (int i = 0; m->u.plan.nodes && i < m->u.plan.nnodes; i++) {
 			xfree(m->u.plan.nodes[i].host);
 			xfree(m->u.plan.nodes[i].addr);

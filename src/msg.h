@@ -67,6 +67,7 @@ struct msg_plan {
 	int master_port;
 	const char *job;         /* one name for the job's files, the same on every node */
 	bool finalize;     /* false: a node never reported, nobody may MPI_Finalize */
+	const char *nudge;       /* where the coordinator's nudges arrive (nudge.h), or NULL */
 	struct msg_node *nodes;  /* every rank, by rank */
 	int nnodes;
 	int *members;      /* ranks that run the training, in node-rank order */

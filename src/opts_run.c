@@ -64,6 +64,7 @@ const struct opts_run opts_run_table[] = {
 	{ .name = "hostfile", .kind = OPTS_STRING, FIELD(hostfile) },
 	{ .name = "mpich-hostfile", .kind = OPTS_STRING, FIELD(mpich_hostfile) },
 	{ .name = "tag-output", .kind = OPTS_FLAG, FIELD(tag_output), .flags = OPTS_SITE },
+	{ .name = "no-nudge", .kind = OPTS_FLAG, FIELD(no_nudge), .flags = OPTS_SITE },
 	{ .name = "output", .kind = OPTS_WORD, FIELD(output_all), .words = output_words,
 	  .flags = OPTS_SITE },
 	{ .name = "report", .kind = OPTS_TEMPLATE, FIELD(report), .flags = OPTS_SITE },

@@ -59,6 +59,7 @@
 #include "loop.h"
 #include "msg.h"
 #include "node.h"
+#include "nudge.h"
 #include "peer.h"
 #include "prep.h"
 #include "run.h"
@@ -78,6 +79,7 @@ extern char **environ;
 #define IDLE_POLL_MS 80      /* how often an idle agent looks at MPI */
 #define DUE_POLL_MS 5        /* ... when a message is due soon */
 #define BUSY_POLL_MS 2       /* ... with messages in flight */
+#define NUDGE_WINDOW_S 0.1   /* ... for this long after a nudge */
 #define END_TIME_EVERY_S 60  /* how often the coordinator asks Slurm for the end time */
 #define END_TIME_TIMEOUT_S 2 /* ... and how long it waits for the answer */
 #define ORPHAN_EXTRA_S 20    /* beyond the grace: how long an orphan waits for the successor */
@@ -94,6 +96,10 @@ struct job {
 	char job_id[64];
 	struct loop *loop;
 	int sigfd;
+	struct nudge *nudge;         /* wake-ups beside messages; NULL without */
+	char nudge_at[64];           /* where this agent's nudges arrive */
+	bool look_now;               /* a message to itself waits in MPI */
+	double nudged_until;         /* look at MPI often until then: a message is on its way */
 	sigset_t oldmask;
 	struct events *ev;
 	bool said_events;
@@ -517,20 +523,69 @@ coordinator_check(struct job *j)
 
 /* ---- messages --------------------------------------------------------------------- */
 
+/* A message to RANK, and a nudge so that it reads it now, not at its next
+ * look at MPI; heartbeats are not waited for and go alone. */
+static int
+send_to(struct job *j, int rank, enum msg_kind kind, const char *text)
+{
+	int rc = peer_send(j->p, rank, kind, text);
+
+	if (rc == 0 && rank == j->rank)
+		j->look_now = true;  /* the coordinator's own node: no loop wakes for it */
+	else if (rc == 0 && j->nudge && kind != MSG_HEARTBEAT)
+		(void)nudge_send(j->nudge, rank);
+	return rc;
+}
+
 static int
 node_send(void *arg, enum msg_kind kind, const char *text)
 {
 	struct job *j = arg;
 
-	return peer_send(j->p, coord_rank(j), kind, text);
+	return send_to(j, coord_rank(j), kind, text);
 }
 
 static int
 coord_send(void *arg, int rank, enum msg_kind kind, const char *text)
 {
+	return send_to(arg, rank, kind, text);
+}
+
+/* Nudges arrived: the loop looks at MPI now, and often for a while, since
+ * a datagram may overtake the message it announces (a connection MPI opens
+ * on first use, a sender that progresses its queue a little later). */
+static void
+on_nudge(struct loop *l, int fd, short revents, void *arg)
+{
 	struct job *j = arg;
 
-	return peer_send(j->p, rank, kind, text);
+	(void)l;
+	(void)fd;
+	(void)revents;
+	if (nudge_drain(j->nudge) > 0)
+		j->nudged_until = now_s(j) + NUDGE_WINDOW_S;
+}
+
+/* This agent's nudge socket (nudge.h); without one, MPI is looked at on
+ * the loop's schedule alone. */
+static void
+open_nudge(struct job *j)
+{
+	int rc;
+
+	if (j->size < 2 || !peer_is_mpi(j->p) || j->o->no_nudge)
+		return;
+	rc = nudge_open(j->size, &j->nudge);
+	if (rc == 0 && (rc = loop_add_fd(j->loop, nudge_fd(j->nudge), POLLIN, on_nudge, j)) == 0)
+		rc = nudge_self(j->nudge, j->name, j->nudge_at, sizeof(j->nudge_at));
+	if (rc < 0) {
+		LOG_INFO("no nudges between agents (%s): MPI is looked at every %d ms",
+		         strerror(-rc), IDLE_POLL_MS);
+		if (j->nudge)
+			(void)loop_del_fd(j->loop, nudge_fd(j->nudge));
+		nudge_free(j->nudge);
+		j->nudge = NULL;
+	}
 }
 
 static void take_plan(struct job *j, const struct msg_plan *plan);
@@ -693,9 +748,11 @@ route_all(struct job *j)
 	int src, tag, rc;
 	char *text;
 
+	j->look_now = false;
 	/* not once a gather began: its messages are not ours to take (peer.h) */
 	while (j->phase != PH_EXIT && j->phase != PH_GATHER && j->phase != PH_DRYRUN &&
 	       (rc = peer_poll(j->p, &src, &tag, &text)) == 1) {
+		j->nudged_until = 0;  /* what a nudge announced has come */
 		route(j, src, tag, text);
 		free(text);
 	}
@@ -763,7 +820,9 @@ before_poll(struct loop *l, void *arg)
 	 * MPI's progress engine (tens of us); 80 ms keeps an idle agent under
 	 * 0.1% of a core while a command (checkpoint, stop) still reaches
 	 * every node within 100 ms. */
-	if (peer_busy(j->p))
+	if (j->look_now)
+		w = 0;
+	else if (peer_busy(j->p) || now < j->nudged_until)
 		w = BUSY_POLL_MS;
 	else if ((j->node && node_waiting(j->node)) || (j->coord && coord_ending(j->coord)) ||
 	         j->phase == PH_FINAL || j->phase == PH_DRAIN)
@@ -1047,46 +1106,6 @@ enter(struct job *j, enum phase ph, long deadline_ms, loop_timer_fn *late)
 /* ---- start-up: what this node is ------------------------------------------------------ */
 
 /*
- * The address other nodes reach this one by, for MASTER_ADDR: the
- * hostname when it resolves to an address that is not loopback (Debian
- * maps it to 127.0.1.1), else the first IPv4 address of an interface that
- * is up and not loopback, else loopback (every node is this machine).
- */
-static void
-local_address(const char *host, char *buf, size_t len)
-{
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res = NULL;
-	struct ifaddrs *ifa = NULL;
-
-	if (getaddrinfo(host, NULL, &hints, &res) == 0) {
-		for (struct addrinfo *a = res; a; a = a->ai_next) {
-			struct sockaddr_in *sin = (struct sockaddr_in *)a->ai_addr;
-
-			if ((ntohl(sin->sin_addr.s_addr) >> 24) != 127) {
-				snprintf(buf, len, "%s", host);
-				freeaddrinfo(res);
-				return;
-			}
-		}
-		freeaddrinfo(res);
-	}
-	if (getifaddrs(&ifa) == 0) {
-		for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
-			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
-			    !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
-				continue;
-			inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, buf,
-			          (socklen_t)len);
-			freeifaddrs(ifa);
-			return;
-		}
-		freeifaddrs(ifa);
-	}
-	snprintf(buf, len, "127.0.0.1");
-}
-
-/*
  * A port free on this node now, for MASTER_PORT, as torchrun picks one:
  * bind to port 0 and let the kernel choose.  The socket is closed at once
  * (vigil keeps no port of its own); the training binds it moments later.
@@ -1151,9 +1170,11 @@ survey(struct job *j)
 	free(base);
 	if (!o)
 		return NULL;
-	local_address(j->name, addr, sizeof(addr));
+	util_local_address(j->name, false, addr, sizeof(addr));
 	cJSON_AddStringToObject(o, "addr", addr);
 	cJSON_AddNumberToObject(o, "slots", (double)j->nslots);
+	if (j->nudge)
+		cJSON_AddStringToObject(o, "nudge", j->nudge_at);
 	if (j->vendor)
 		cJSON_AddStringToObject(o, "vendor", j->vendor);
 	text = json_print(o, false);
@@ -1233,7 +1254,7 @@ tick_send(void *arg)
 
 	for (int r = 1; r < j->size; r++)
 		if (!coord_lost(j->coord, r))
-			(void)peer_send(j->p, r, MSG_COMMAND, j->perf_tick);
+			(void)send_to(j, r, MSG_COMMAND, j->perf_tick);
 	return 0;
 }
 
@@ -1311,6 +1332,8 @@ take_plan(struct job *j, const struct msg_plan *p)
 		leave(j, VIGIL_EXIT_INTERNAL, false);
 		return;
 	}
+	if (j->nudge && p->nudge)
+		(void)nudge_set(j->nudge, coord_rank(j), p->nudge);
 	launch(j);
 }
 
@@ -1378,6 +1401,8 @@ take_payloads(struct job *j, struct gather *g)
 		if (rc == 0)
 			rc = coord_set_node(j->coord, r, json_str(info, "addr", NULL),
 			                    (int)json_int(info, "slots", 0, 1000000, 0));
+		if (rc == 0 && j->nudge && r != j->rank)
+			(void)nudge_set(j->nudge, r, json_str(info, "nudge", NULL));
 		cJSON_Delete(info);
 	}
 	if (rc == 0)
@@ -1507,6 +1532,7 @@ plan(struct job *j, bool complete)
 	/* one name for this job's files, the same on every node */
 	m.u.plan.job = j->job_id;
 	m.u.plan.finalize = m.u.plan.finalize && complete;
+	m.u.plan.nudge = j->nudge ? j->nudge_at : NULL;
 	text = msg_encode(&m);
 	if (text)
 		send_plan(j, &m.u.plan, text, complete);
@@ -1686,6 +1712,7 @@ set_up(struct job *j, int *argc, char ***argv)
 		return VIGIL_EXIT_INTERNAL;
 	}
 	loop_set_before_poll(j->loop, before_poll, j);
+	open_nudge(j);
 	j->t0 = now_s(j);
 	if (j->rank == 0 && j->o->events) {
 		char why[160] = "";
@@ -1754,6 +1781,7 @@ tear_down(struct job *j)
 	topo_slots_free(j->slots, j->nslots);
 	if (j->sigfd >= 0)
 		sig_fd_close(j->sigfd);
+	nudge_free(j->nudge);
 	loop_free(j->loop);
 	if (j->p)
 		peer_finalize(j->p, j->clean);

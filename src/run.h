@@ -40,6 +40,7 @@ struct run_opts {
 	struct run_forward forward[8];
 	int nforward;
 	bool tag_output;
+	bool no_nudge;         /* agents look at MPI on their schedule alone (nudge.h) */
 	bool output_all;       /* false: stdout from the coordinator only */
 	bool dry_run;
 	bool verbose;

@@ -4,10 +4,15 @@
  */
 #include "autoconf.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -429,4 +434,41 @@ util_hostname_check(const char *name, char *why, size_t whylen)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+void
+util_local_address(const char *host, bool numeric, char *buf, size_t len)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	struct ifaddrs *ifa = NULL;
+
+	if (getaddrinfo(host, NULL, &hints, &res) == 0) {
+		for (struct addrinfo *a = res; a; a = a->ai_next) {
+			struct sockaddr_in *sin = (struct sockaddr_in *)a->ai_addr;
+
+			if ((ntohl(sin->sin_addr.s_addr) >> 24) == 127)
+				continue;
+			if (numeric)
+				inet_ntop(AF_INET, &sin->sin_addr, buf, (socklen_t)len);
+			else
+				snprintf(buf, len, "%s", host);
+			freeaddrinfo(res);
+			return;
+		}
+		freeaddrinfo(res);
+	}
+	if (getifaddrs(&ifa) == 0) {
+		for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+			    !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
+				continue;
+			inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, buf,
+			          (socklen_t)len);
+			freeifaddrs(ifa);
+			return;
+		}
+		freeifaddrs(ifa);
+	}
+	snprintf(buf, len, "127.0.0.1");
 }

@@ -114,4 +114,13 @@ bool util_utf8_valid(const char *s, size_t len);
  */
 int util_hostname_check(const char *name, char *why, size_t whylen);
 
+/*
+ * The address other nodes reach this one by: HOST itself (or, NUMERIC,
+ * its IPv4 address) when it resolves to an address that is not loopback
+ * (Debian maps the hostname to 127.0.1.1), else the first IPv4 address of
+ * an interface that is up and not loopback, else 127.0.0.1 (every node is
+ * this machine).  Resolves HOST: not for the event loop's hot paths.
+ */
+void util_local_address(const char *host, bool numeric, char *buf, size_t len);
+
 #endif

@@ -48,18 +48,7 @@ $SIM --iters 1000000 --iter-ms 100 --ckpt-dir $SCRATCH/ck.$name --signal-log $SC
 ms_now() { date +%s%3N; }
 
 # event_ms FILE KIND: epoch ms of the first event of KIND
-event_ms() {
-	python3 - "$1" "$2" <<'PY'
-import datetime, json, sys
-for line in open(sys.argv[1]):
-    e = json.loads(line)
-    if e["kind"] == sys.argv[2]:
-        t = datetime.datetime.strptime(e["time"], "%Y-%m-%dT%H:%M:%S.%fZ")
-        t = t.replace(tzinfo=datetime.timezone.utc)
-        print(int(t.timestamp() * 1000))
-        break
-PY
-}
+event_ms() { echo $(( $(event_us "$1" "$2") / 1000 )); }
 
 echo "# vigil resilience figures ($(nproc) cores, $(date -u +%Y-%m-%d)); $hb"
 

@@ -124,3 +124,17 @@ no_leftovers() {
 	else fail "$1: left running: $(ps -o pid,stat,args -p "$(echo $left | tr ' ' ,)" 2>/dev/null)"
 		kill -KILL $left 2>/dev/null; fi
 }
+
+# event_us FILE KIND: epoch microseconds of the first event of KIND in the
+# event log FILE (benchmarks time their faults by it)
+event_us() {
+	python3 - "$1" "$2" <<'PY'
+import datetime, json, sys
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e["kind"] == sys.argv[2]:
+        t = datetime.datetime.strptime(e["time"], "%Y-%m-%dT%H:%M:%S.%fZ")
+        print(int(t.replace(tzinfo=datetime.timezone.utc).timestamp() * 1e6))
+        break
+PY
+}

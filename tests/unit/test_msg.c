@@ -56,6 +56,37 @@ test_result(void **state)
 }
 
 static void
+test_plan_nudge(void **state)
+{
+	struct msg_node nodes[2] = { { "n0", "10.0.0.1", 8 }, { "n1", "10.0.0.2", 8 } };
+	int members[2] = { 0, 1 };
+	struct msg m = { .kind = MSG_PLAN }, d;
+
+	(void)state;
+	m.u.plan = (struct msg_plan){ .go = true, .master_addr = "10.0.0.1", .master_port = 29500,
+	                              .job = "42", .finalize = true, .nudge = "10.0.0.1:40001",
+	                              .nodes = nodes, .nnodes = 2, .members = members,
+	                              .nmembers = 2 };
+	d = round_trip(&m, 2);
+	assert_string_equal(d.u.plan.nudge, "10.0.0.1:40001");
+	assert_string_equal(d.u.plan.nodes[1].addr, "10.0.0.2");
+	assert_int_equal(d.u.plan.nmembers, 2);
+	msg_clear(&d);
+	/* the header of a broadcast plan carries it too */
+	m.u.plan.bcast = 4096;
+	d = round_trip(&m, 2);
+	assert_int_equal(d.u.plan.bcast, 4096);
+	assert_string_equal(d.u.plan.nudge, "10.0.0.1:40001");
+	msg_clear(&d);
+	/* without nudges: none on the wire */
+	m.u.plan.bcast = 0;
+	m.u.plan.nudge = NULL;
+	d = round_trip(&m, 2);
+	assert_null(d.u.plan.nudge);
+	msg_clear(&d);
+}
+
+static void
 test_command_members(void **state)
 {
 	int members[] = { 0, 2 };
@@ -216,6 +247,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_result),
+		cmocka_unit_test(test_plan_nudge),
 		cmocka_unit_test(test_command_members),
 		cmocka_unit_test(test_note_usage),
 		cmocka_unit_test(test_refused),
