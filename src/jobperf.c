@@ -24,10 +24,14 @@
 #include "perf.h"
 #include "progress.h"
 
-#define PERF_WINDOW 64   /* iterations per reduction, and kept ahead of the slowest node */
-#define PERF_HIST 4096   /* recent e2e times per node kept for the report's medians */
+#define PERF_SLOTS 64    /* groups of iterations per reduction */
+#define NODE_SLOTS 1024  /* groups a node holds beyond the base before merging */
 #define NOTIFIERS 16     /* --notify commands remembered, to let them finish at the end */
 #define ALERTS_KEPT 64   /* alerts kept for the report (the rest are counted) */
+#define ALERTS_PER_GROUP 8
+#define POLL_MIN_MS 2    /* testing a reduction in flight: soon at first, */
+#define POLL_MAX_MS 20   /* then less often the longer it takes */
+#define KEY_EPOCH (1ul << 20)  /* reductions per attempt told apart */
 
 struct jobperf {
 	const struct run_opts *o;
@@ -37,49 +41,52 @@ struct jobperf {
 	bool trains;
 	bool broken;
 
-	/* this node's iterations and the reduction in flight */
+	/*
+	 * This node's iterations; in Horovod mode, those of the other
+	 * ranks' processes that the inner mpirun runs from here, told
+	 * apart by its tag ([1,P]<stdout>:), each as its rank's.
+	 */
 	struct perf_node *node;
-	struct peer_reduce *red;   /* one at a time */
-	size_t base;               /* iterations complete on every node */
-	int started;               /* reductions this node started */
-	int due;                   /* reductions the coordinator started */
+	struct perf_node **virt;   /* by rank, NULL where none */
+	double **vgather;          /* by rank: its e2e per group, for the coordinator */
+	int *proc_rank;            /* the rank of each process of the inner mpirun */
+	size_t nprocs;
+
+	/* the reductions of this attempt (epoch) */
+	int epoch;
+	int *group;                /* epoch > 0: the ranks reducing; NULL: MPI_COMM_WORLD */
+	int ngroup;
+	bool in_group;
+	int started, due;          /* reductions of this epoch */
+	bool synced;               /* its first reduction agreed on the base */
 	bool moving;               /* the last reduction found new iterations */
-	double *buf, *gather;
+	struct perf_layout layout;
+	struct peer_reduce *red;   /* one at a time */
+	double red_since;
+	size_t base;               /* iterations reported everywhere */
+	double *buf, *tmp, *gather;
 
 	/* the coordinator */
 	double last_tick;
+	bool finishing;            /* reductions at the end, until nothing is left */
 	struct perf_policy *policy;
 	const char **names;        /* node names by rank, for the policy's messages */
+	double *ne;                /* scratch: every rank's e2e for one group */
 	struct perf_iter last;
 	bool have_iter;
 	double summary_last;
-	double *hist;              /* recent e2e per rank (PERF_HIST each), for medians */
-	size_t *nhist;
+	struct perf_sketch *sketch;  /* per rank: e2e times, for the report's medians */
+	double *last_e2e;          /* per rank, NaN until known */
+	double *samples;           /* per rank: iterations with a value */
+	size_t max_group;          /* the most iterations compared as one */
+	double approx;             /* node-iterations compared from merged slots */
+	size_t passed;             /* iterations no node had */
 	cJSON *alerts;             /* the first ALERTS_KEPT alerts, for the report */
 	size_t nalerts;
 	struct metrics *metrics;
 	double metrics_last;
 	pid_t notifiers[NOTIFIERS];
 };
-
-static double
-median(double *v, size_t n)
-{
-	/* insertion sort: n is at most PERF_HIST, and this runs at the end */
-	for (size_t i = 1; i < n; i++) {
-		double x = v[i];
-		size_t k = i;
-
-		while (k > 0 && v[k - 1] > x) {
-			v[k] = v[k - 1];
-			k--;
-		}
-		v[k] = x;
-	}
-	if (n == 0)
-		return NAN;
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static const char *
 host(const struct jobperf *jp, int rank)
@@ -106,17 +113,22 @@ coordinator_init(struct jobperf *jp, double now)
 		.threshold = jp->o->perf_threshold, .below = jp->o->perf_below,
 		.window = jp->o->perf_window, .straggler_pct = jp->o->straggler_pct,
 	};
+	size_t n = (size_t)jp->size;
 
 	jp->policy = perf_policy_new(&po, jp->size);
-	jp->names = calloc((size_t)jp->size, sizeof(*jp->names));
-	jp->hist = calloc((size_t)jp->size * PERF_HIST, sizeof(*jp->hist));
-	jp->nhist = calloc((size_t)jp->size, sizeof(*jp->nhist));
+	jp->names = calloc(n, sizeof(*jp->names));
+	jp->ne = calloc(n, sizeof(*jp->ne));
+	jp->sketch = calloc(n, sizeof(*jp->sketch));
+	jp->last_e2e = calloc(n, sizeof(*jp->last_e2e));
+	jp->samples = calloc(n, sizeof(*jp->samples));
 	jp->alerts = cJSON_CreateArray();
 	if (jp->o->metrics)
 		jp->metrics = metrics_new();
-	if (!jp->policy || !jp->names || !jp->hist || !jp->nhist || !jp->alerts ||
-	    (jp->o->metrics && !jp->metrics))
+	if (!jp->policy || !jp->names || !jp->ne || !jp->sketch || !jp->last_e2e ||
+	    !jp->samples || !jp->alerts || (jp->o->metrics && !jp->metrics))
 		return -ENOMEM;
+	for (size_t r = 0; r < n; r++)
+		jp->last_e2e[r] = NAN;
 	jp->summary_last = jp->last_tick = now;
 	return 0;
 }
@@ -169,12 +181,6 @@ take_alert(struct jobperf *jp, const struct perf_alert *a)
 		jp->ops.alert(jp->ops.arg, a->rank, a->message);
 }
 
-static double
-last_e2e(const struct jobperf *jp, int r)
-{
-	return jp->hist[(size_t)r * PERF_HIST + (jp->nhist[r] - 1) % PERF_HIST];
-}
-
 void
 jobperf_summary(struct jobperf *jp)
 {
@@ -193,6 +199,8 @@ jobperf_summary(struct jobperf *jp)
 		jp->ops.say(jp->ops.arg, line);
 	d = cJSON_CreateObject();
 	cJSON_AddNumberToObject(d, "iter", (double)it->iter);
+	if (it->first != it->iter)
+		cJSON_AddNumberToObject(d, "first", (double)it->first);
 	cJSON_AddNumberToObject(d, "e2e_min", it->e2e_min);
 	cJSON_AddNumberToObject(d, "e2e_mean", it->e2e_mean);
 	cJSON_AddNumberToObject(d, "e2e_max", it->e2e_max);
@@ -206,8 +214,8 @@ jobperf_summary(struct jobperf *jp)
 	cJSON_AddStringToObject(d, "r_max_node", host(jp, it->r_max_rank));
 	ne = cJSON_AddObjectToObject(d, "node_e2e");
 	for (int r = 0; ne && r < jp->size; r++)
-		if (jp->nhist[r])
-			cJSON_AddNumberToObject(ne, host(jp, r), last_e2e(jp, r));
+		if (!isnan(jp->last_e2e[r]))
+			cJSON_AddNumberToObject(ne, host(jp, r), jp->last_e2e[r]);
 	event(jp, jp->rank, VIGIL_EVENT_PERF, VIGIL_SEVERITY_INFO, msg, d);
 }
 
@@ -231,8 +239,8 @@ jobperf_metrics(struct jobperf *jp, const char *state, unsigned up, unsigned los
 		metrics_set_iteration(jp->metrics, &hw, &e2e, &ratio);
 	}
 	for (int r = 0; r < jp->size; r++)
-		if (jp->nhist[r])
-			metrics_set_node_e2e(jp->metrics, host(jp, r), last_e2e(jp, r));
+		if (!isnan(jp->last_e2e[r]))
+			metrics_set_node_e2e(jp->metrics, host(jp, r), jp->last_e2e[r]);
 	metrics_set_nodes(jp->metrics, up, lost);
 	rc = metrics_write(jp->metrics, jp->o->metrics);
 	if (rc < 0) {
@@ -244,26 +252,30 @@ jobperf_metrics(struct jobperf *jp, const char *state, unsigned up, unsigned los
 	}
 }
 
-/* One iteration complete on every node: history, policy, summary. */
+/* One group of iterations, over the nodes that have it: medians, policy, summary. */
 static void
 iteration(struct jobperf *jp, const struct perf_iter *it, const double *node_e2e, double now)
 {
-	struct perf_alert alerts[8];
-	size_t n;
+	struct perf_alert alerts[ALERTS_PER_GROUP];
+	size_t n, width = it->iter - it->first + 1;
 
-	for (int r = 0; r < jp->size; r++) {
-		if (node_e2e && !isnan(node_e2e[r])) {
-			jp->hist[(size_t)r * PERF_HIST + jp->nhist[r] % PERF_HIST] = node_e2e[r];
-			jp->nhist[r]++;
-		}
+	for (int r = 0; node_e2e && r < jp->size; r++) {
+		if (!isfinite(node_e2e[r]) || node_e2e[r] <= 0)
+			continue;
+		perf_sketch_add(&jp->sketch[r], node_e2e[r],
+		                width > UINT32_MAX ? UINT32_MAX : (uint32_t)width);
+		jp->samples[r] += (double)width;
+		jp->last_e2e[r] = node_e2e[r];
 	}
+	if (width > jp->max_group)
+		jp->max_group = width;
 	jp->last = *it;
 	jp->have_iter = true;
 	/* the node names by rank, looked up once each, O(1) */
 	if (!jp->names[0])
 		for (int r = 0; r < jp->size; r++)
 			jp->names[r] = host(jp, r);
-	n = perf_policy_feed(jp->policy, it, node_e2e, jp->names, alerts, 8);
+	n = perf_policy_feed(jp->policy, it, node_e2e, jp->names, alerts, ALERTS_PER_GROUP);
 	for (size_t k = 0; k < n; k++)
 		take_alert(jp, &alerts[k]);
 	if (jp->o->summary_s > 0 && now - jp->summary_last >= jp->o->summary_s) {
@@ -274,23 +286,44 @@ iteration(struct jobperf *jp, const struct perf_iter *it, const double *node_e2e
 
 /* ---- the reductions ---------------------------------------------------------------- */
 
-/* This node's next reduction: its window of iterations, as its rank. */
+/* The furthest any of this node's stores got (for the coordinator's ticks). */
+static size_t
+local_done(const struct jobperf *jp)
+{
+	size_t done = jp->trains ? perf_node_done(jp->node) : 0;
+
+	for (int r = 0; jp->virt && r < jp->size; r++)
+		if (jp->virt[r] && perf_node_done(jp->virt[r]) > done)
+			done = perf_node_done(jp->virt[r]);
+	return done;
+}
+
+/* This node's next reduction: its groups of iterations, as its rank (and its virtual ranks'). */
 static int
 reduce_start(struct jobperf *jp)
 {
+	size_t len = perf_buffer_len(PERF_SLOTS);
 	int rc;
 
 	/* No training here (horovod off the coordinator, a node left out):
 	 * nothing to say, and no say in how far everyone is. */
-	perf_pack(jp->trains ? jp->node : NULL, jp->base, PERF_WINDOW, jp->rank, jp->buf);
-	for (size_t k = 0; k < PERF_WINDOW; k++) {
-		double hw, e2e;
-
-		jp->gather[k] = jp->trains &&
-		        perf_node_get(jp->node, jp->base + 1 + k, &hw, &e2e) == 0 ? e2e : NAN;
+	perf_pack(jp->trains ? jp->node : NULL, &jp->layout, jp->base, jp->rank, jp->buf,
+	          jp->gather);
+	for (int r = 0; jp->virt && r < jp->size; r++) {
+		if (!jp->virt[r])
+			continue;
+		perf_pack(jp->virt[r], &jp->layout, jp->base, r, jp->tmp, jp->vgather[r]);
+		perf_combine(jp->tmp, jp->buf, len);
 	}
-	rc = peer_reduce_start(jp->p, perf_combine, jp->buf, perf_buffer_len(PERF_WINDOW),
-	                       jp->gather, PERF_WINDOW, &jp->red);
+	if (!jp->group)
+		rc = peer_reduce_start(jp->p, perf_combine, jp->buf, len, jp->gather, PERF_SLOTS,
+		                       &jp->red);
+	else
+		rc = peer_reduce_start_among(jp->p, jp->group, jp->ngroup,
+		                             (unsigned long)jp->epoch * KEY_EPOCH +
+		                             (unsigned long)jp->started % KEY_EPOCH,
+		                             perf_combine, jp->buf, len, jp->gather, PERF_SLOTS,
+		                             &jp->red);
 	if (rc == 0)
 		jp->started++;
 	return rc;
@@ -303,35 +336,106 @@ give_up(struct jobperf *jp, const char *what)
 	jp->broken = true;
 }
 
-/* The reduction in flight completed: take its iterations. */
+static void
+stores_forget(struct jobperf *jp, const struct perf_header *h)
+{
+	perf_node_forget(jp->node, jp->base);
+	perf_node_observe(jp->node, h);
+	for (int r = 0; jp->virt && r < jp->size; r++) {
+		if (jp->virt[r]) {
+			perf_node_forget(jp->virt[r], jp->base);
+			perf_node_observe(jp->virt[r], h);
+		}
+	}
+}
+
+/* Coordinator: every group of iterations the reduction completed. */
+static void
+take_groups(struct jobperf *jp, const struct perf_iter *its, size_t n, size_t old_base,
+            double now)
+{
+	const double *g = peer_reduce_gathered(jp->red);
+	size_t covered = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		size_t slot = its[k].slot;
+
+		for (int r = 0; r < jp->size; r++) {
+			if (jp->virt && jp->virt[r])
+				jp->ne[r] = jp->vgather[r][slot];
+			else
+				jp->ne[r] = g ? g[(size_t)r * PERF_SLOTS + slot] : NAN;
+		}
+		iteration(jp, &its[k], jp->ne, now);
+		covered += its[k].iter - its[k].first + 1;
+	}
+	jp->passed += jp->base - old_base - covered;
+}
+
+/* The reduction in flight completed: take its groups of iterations. */
 static void
 reduce_done(struct jobperf *jp, double now)
 {
 	const double *res = peer_reduce_result(jp->red);
-	struct perf_iter its[PERF_WINDOW];
-	size_t nb, n;
+	struct perf_iter its[PERF_SLOTS];
+	struct perf_header h;
+	size_t n = 0, old = jp->base;
 
-	perf_unpack(res, jp->base, PERF_WINDOW, perf_contributors(res), &nb, its, &n);
-	if (jp->rank == 0) {
-		const double *g = peer_reduce_gathered(jp->red);
-		double *ne = calloc((size_t)jp->size, sizeof(*ne));
-
-		for (size_t k = 0; ne && k < n; k++) {
-			size_t slot = its[k].iter - jp->base - 1;
-
-			for (int r = 0; r < jp->size; r++)
-				ne[r] = g ? g[(size_t)r * PERF_WINDOW + slot] : NAN;
-			iteration(jp, &its[k], ne, now);
+	perf_header_read(res, &h);
+	if (!jp->synced) {
+		/* The first of an attempt: the groups may not line up (a node
+		 * may have missed the last result before a restart); only the
+		 * header counts, and from it every node starts alike. */
+		jp->synced = true;
+		if (h.max_base > jp->base)
+			jp->base = h.max_base;
+		perf_layout_init(&jp->layout, PERF_SLOTS, jp->base);
+	} else {
+		perf_unpack(res, &jp->layout, &jp->base, its, &n);
+		if (jp->rank == 0) {
+			jp->approx += h.approx;
+			take_groups(jp, its, n, old, now);
 		}
-		free(ne);
 	}
-	jp->moving = nb > jp->base;
-	if (nb > jp->base) {
-		perf_node_forget(jp->node, nb);
-		jp->base = nb;
-	}
+	stores_forget(jp, &h);
+	perf_layout_next(&jp->layout, &h, jp->base);
+	jp->moving = jp->base > old;
 	peer_reduce_free(jp->red);
 	jp->red = NULL;
+	/* At the end: once more while every node has iterations not yet
+	 * reported (the last group beyond the previous target, or the
+	 * first data after the agreeing reduction). */
+	if (jp->rank == 0 && jp->finishing && h.says > 0 && h.min_done > jp->base &&
+	    jp->due == jp->started) {
+		if (jp->ops.tick)
+			(void)jp->ops.tick(jp->ops.arg);
+		jp->due++;
+	}
+}
+
+/* How soon to test a reduction in flight again: soon, then less often. */
+static long
+poll_ms(const struct jobperf *jp, double now)
+{
+	long ms = (long)((now - jp->red_since) * 1000 / 2);
+
+	return ms < POLL_MIN_MS ? POLL_MIN_MS : ms > POLL_MAX_MS ? POLL_MAX_MS : ms;
+}
+
+/* Coordinator: a new reduction is due. */
+static bool
+tick_due(struct jobperf *jp, double now)
+{
+	double since = now - jp->last_tick, every = jp->o->perf_interval_s;
+	size_t done = local_done(jp), ahead = done > jp->base ? done - jp->base : 0;
+
+	/* Every interval while there is something to reduce (a training that
+	 * prints no timing lines costs a reduction every ten intervals, to
+	 * learn whether the other nodes have some); sooner, down to a quarter
+	 * of it, when iterations come faster than the slots hold one by one. */
+	if (since >= every)
+		return ahead > 0 || jp->moving || !jp->synced || since >= 10 * every;
+	return since >= every / 4 && ahead >= (PERF_SLOTS - 1) / 3;
 }
 
 long
@@ -344,32 +448,38 @@ jobperf_cycle(struct jobperf *jp, double now, bool ticking)
 	if (jp->red) {
 		rc = peer_reduce_test(jp->red);
 		if (rc == 0)
-			return 2;
+			return poll_ms(jp, now);
 		if (rc < 0) {
 			give_up(jp, "the timing reduction failed");
 			return -1;
 		}
 		reduce_done(jp, now);
 	}
-	/* The coordinator ticks while the job runs.  A training that prints
-	 * no timing lines costs a reduction every ten intervals only (to
-	 * learn whether the other nodes have some). */
-	if (jp->rank == 0 && ticking && now - jp->last_tick >= jp->o->perf_interval_s &&
-	    (perf_node_done(jp->node) > jp->base || jp->moving ||
-	     now - jp->last_tick >= 10 * jp->o->perf_interval_s)) {
+	if (jp->rank == 0 && ticking && tick_due(jp, now)) {
 		jp->last_tick = now;
 		if (jp->ops.tick)
 			(void)jp->ops.tick(jp->ops.arg);
 		jp->due++;
 	}
-	if (jp->started < jp->due && reduce_start(jp) < 0) {
-		give_up(jp, "cannot start the timing reduction");
+	if (!jp->in_group) {
+		/* left out of this attempt: the others reduce without it */
+		jp->started = jp->due;
 		return -1;
 	}
+	if (jp->started < jp->due) {
+		if (reduce_start(jp) < 0) {
+			give_up(jp, "cannot start the timing reduction");
+			return -1;
+		}
+		jp->red_since = now;
+	}
 	if (jp->red)
-		return 2;
-	if (jp->rank == 0 && ticking)
-		return (long)(jp->o->perf_interval_s * 1000);
+		return POLL_MIN_MS;
+	if (jp->rank == 0 && ticking) {
+		double next = jp->last_tick + jp->o->perf_interval_s / 4 - now;
+
+		return next > 0 ? (long)(next * 1000) + 1 : POLL_MIN_MS;
+	}
 	return -1;
 }
 
@@ -379,17 +489,19 @@ jobperf_final(struct jobperf *jp)
 	if (jp->rank != 0 || jp->broken)
 		return;
 	/* due now, whatever the interval: the iterations printed since the
-	 * last reduction are counted too */
+	 * last reduction are counted too (and reduce_done() asks for one
+	 * more while some are left) */
 	if (jp->ops.tick)
 		(void)jp->ops.tick(jp->ops.arg);
 	jp->due++;
+	jp->finishing = true;
 	jp->last_tick = -1e300;
 }
 
 bool
 jobperf_idle(const struct jobperf *jp)
 {
-	return jp->broken || (!jp->red && jp->started >= jp->due);
+	return jp->broken || !jp->in_group || (!jp->red && jp->started >= jp->due);
 }
 
 int
@@ -413,8 +525,16 @@ jobperf_ticked(struct jobperf *jp)
 void
 jobperf_set_due(struct jobperf *jp, int cycles)
 {
-	if (cycles > jp->due)
-		jp->due = cycles;
+	/* The coordinator's count is the one: a reduction beyond it (a
+	 * tick counted in another attempt than the coordinator counted it,
+	 * around a restart) would wait for it forever. */
+	if (jp->started > cycles && jp->red) {
+		peer_reduce_free(jp->red);
+		jp->red = NULL;
+	}
+	jp->due = cycles;
+	if (jp->started > cycles)
+		jp->started = cycles;
 }
 
 void
@@ -423,12 +543,144 @@ jobperf_set_trains(struct jobperf *jp, bool trains)
 	jp->trains = trains;
 }
 
+/* A new attempt: its reductions among the coordinator and the members. */
+static int
+new_epoch(struct jobperf *jp, const struct jobperf_attempt *a)
+{
+	int *g = calloc((size_t)a->nmembers + 1, sizeof(*g)), n = 0;
+
+	if (!g)
+		return -ENOMEM;
+	/* ascending, the coordinator first, once each */
+	for (int r = 0; r < jp->size; r++) {
+		bool in = r == 0;
+
+		for (int i = 0; !in && i < a->nmembers; i++)
+			in = a->members[i] == r;
+		if (in)
+			g[n++] = r;
+	}
+	/* Whatever is in flight belongs to the attempt before: given up
+	 * (a lost node would never join it).  Iterations not reported yet
+	 * stay, to be reported among the survivors. */
+	peer_reduce_free(jp->red);
+	jp->red = NULL;
+	free(jp->group);
+	jp->group = g;
+	jp->ngroup = n;
+	jp->in_group = false;
+	for (int i = 0; i < n; i++)
+		jp->in_group = jp->in_group || g[i] == jp->rank;
+	jp->epoch = a->attempt;
+	jp->started = jp->due = 0;
+	jp->synced = false;
+	perf_node_restart(jp->node);
+	for (int r = 0; jp->virt && r < jp->size; r++)
+		if (jp->virt[r])
+			perf_node_restart(jp->virt[r]);
+	return 0;
+}
+
+/* Horovod: the rank of each process of the inner mpirun (-map-by slot). */
+static int
+set_procs(struct jobperf *jp, const struct jobperf_attempt *a)
+{
+	size_t n = 0, k = 0;
+	int *pr;
+
+	free(jp->proc_rank);
+	jp->proc_rank = NULL;
+	jp->nprocs = 0;
+	if (!a->procs)
+		return 0;
+	for (int i = 0; i < a->nmembers; i++)
+		n += a->procs[i] > 0 ? (size_t)a->procs[i] : 0;
+	pr = calloc(n ? n : 1, sizeof(*pr));
+	if (!pr)
+		return -ENOMEM;
+	for (int i = 0; i < a->nmembers; i++)
+		for (int s = 0; s < a->procs[i]; s++)
+			pr[k++] = a->members[i];
+	jp->proc_rank = pr;
+	jp->nprocs = n;
+	if (!jp->virt) {
+		jp->virt = calloc((size_t)jp->size, sizeof(*jp->virt));
+		jp->vgather = calloc((size_t)jp->size, sizeof(*jp->vgather));
+		if (!jp->virt || !jp->vgather)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int
+jobperf_set_attempt(struct jobperf *jp, const struct jobperf_attempt *a)
+{
+	int rc = 0;
+
+	if (a->attempt != jp->epoch)
+		rc = new_epoch(jp, a);
+	if (rc == 0)
+		rc = set_procs(jp, a);
+	jp->trains = a->trains;
+	return rc;
+}
+
+/*
+ * The process of Open MPI's tag ("J,P", perhaps followed by nested tags)
+ * as a rank of the job, or -1.
+ */
+static int
+tagged_rank(const struct jobperf *jp, const char *key)
+{
+	const char *p = key;
+	size_t proc = 0;
+
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (p == key || *p++ != ',' || *p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		proc = proc * 10 + (size_t)(*p - '0');
+		if (proc >= jp->nprocs)
+			return -1;
+	}
+	if (*p && *p != '/')
+		return -1;
+	return jp->proc_rank[proc];
+}
+
+/* The store of RANK's processes on this node, made on first use. */
+static struct perf_node *
+virtual_store(struct jobperf *jp, int rank)
+{
+	if (rank == jp->rank || rank < 0 || rank >= jp->size)
+		return jp->node;
+	if (!jp->virt[rank]) {
+		jp->virt[rank] = perf_node_new(NODE_SLOTS);
+		jp->vgather[rank] = calloc(PERF_SLOTS, sizeof(double));
+		if (!jp->virt[rank] || !jp->vgather[rank]) {
+			perf_node_free(jp->virt[rank]);
+			free(jp->vgather[rank]);
+			jp->virt[rank] = NULL;
+			jp->vgather[rank] = NULL;
+			return jp->node;
+		}
+		for (size_t k = 0; k < PERF_SLOTS; k++)
+			jp->vgather[rank][k] = NAN;
+	}
+	return jp->virt[rank];
+}
+
 void
 jobperf_line(struct jobperf *jp, const char *line, size_t len)
 {
 	struct progress_line pl;
 
-	if (progress_parse(line, len, &pl))
+	if (!progress_parse(line, len, &pl))
+		return;
+	if (jp->nprocs > 0 && pl.key[0])
+		perf_node_add(virtual_store(jp, tagged_rank(jp, pl.key)), &pl);
+	else
 		perf_node_add(jp->node, &pl);
 }
 
@@ -437,38 +689,37 @@ jobperf_line(struct jobperf *jp, const char *line, size_t len)
 cJSON *
 jobperf_report(const struct jobperf *jp)
 {
-	cJSON *perf = cJSON_CreateObject(), *pn;
-	double worst = -1, *tmp = malloc(PERF_HIST * sizeof(*tmp));
+	cJSON *perf = cJSON_CreateObject(), *pn, *detail;
+	double worst = -1;
 	int slowest = -1;
 
-	if (!perf || !tmp) {
-		cJSON_Delete(perf);
-		free(tmp);
+	if (!perf)
 		return NULL;
-	}
 	cJSON_AddNumberToObject(perf, "iterations", (double)jp->base);
+	detail = cJSON_AddObjectToObject(perf, "detail");
+	if (detail) {
+		cJSON_AddNumberToObject(detail, "max_group", (double)jp->max_group);
+		cJSON_AddNumberToObject(detail, "approximated", jp->approx);
+		cJSON_AddNumberToObject(detail, "not_compared", (double)jp->passed);
+	}
 	pn = cJSON_AddArrayToObject(perf, "nodes");
-	for (int k = 0; pn && jp->nhist && k < jp->size; k++) {
-		size_t n = jp->nhist[k] < PERF_HIST ? jp->nhist[k] : PERF_HIST;
+	for (int k = 0; pn && jp->sketch && k < jp->size; k++) {
+		double med = perf_sketch_median(&jp->sketch[k]);
 		cJSON *x;
-		double med;
 
-		if (n == 0)
+		if (isnan(med))
 			continue;
-		memcpy(tmp, jp->hist + (size_t)k * PERF_HIST, n * sizeof(double));
-		med = median(tmp, n);
 		x = cJSON_CreateObject();
 		cJSON_AddStringToObject(x, "node", host(jp, k));
 		cJSON_AddNumberToObject(x, "rank", k);
 		cJSON_AddNumberToObject(x, "median_e2e_ms", med);
-		cJSON_AddNumberToObject(x, "samples", (double)n);
+		cJSON_AddNumberToObject(x, "samples", jp->samples[k]);
 		cJSON_AddItemToArray(pn, x);
 		if (med > worst) {
 			worst = med;
 			slowest = k;
 		}
 	}
-	free(tmp);
 	if (slowest >= 0)
 		cJSON_AddStringToObject(perf, "slowest_node", host(jp, slowest));
 	else
@@ -486,6 +737,7 @@ jobperf_new(const struct run_opts *o, struct peer *p, int rank, int size,
             const struct jobperf_ops *ops, double now)
 {
 	struct jobperf *jp = calloc(1, sizeof(*jp));
+	size_t len = perf_buffer_len(PERF_SLOTS);
 
 	if (!jp)
 		return NULL;
@@ -494,10 +746,14 @@ jobperf_new(const struct run_opts *o, struct peer *p, int rank, int size,
 	jp->rank = rank;
 	jp->size = size;
 	jp->ops = *ops;
-	jp->node = perf_node_new(PERF_WINDOW);
-	jp->buf = calloc(perf_buffer_len(PERF_WINDOW), sizeof(double));
-	jp->gather = calloc(PERF_WINDOW, sizeof(double));
-	if (!jp->node || !jp->buf || !jp->gather || (rank == 0 && coordinator_init(jp, now) < 0)) {
+	jp->in_group = true;
+	perf_layout_init(&jp->layout, PERF_SLOTS, 0);
+	jp->node = perf_node_new(NODE_SLOTS);
+	jp->buf = calloc(len, sizeof(double));
+	jp->tmp = calloc(len, sizeof(double));
+	jp->gather = calloc(PERF_SLOTS, sizeof(double));
+	if (!jp->node || !jp->buf || !jp->tmp || !jp->gather ||
+	    (rank == 0 && coordinator_init(jp, now) < 0)) {
 		jobperf_free(jp);
 		errno = ENOMEM;
 		return NULL;
@@ -522,17 +778,26 @@ jobperf_free(struct jobperf *jp)
 	for (size_t i = 0; i < NOTIFIERS; i++)
 		if (jp->notifiers[i] > 0)
 			(void)kill(-jp->notifiers[i], SIGTERM);  /* a notifier still hanging */
-	if (!jp->red) {
-		perf_node_free(jp->node);
-		free(jp->buf);
-		free(jp->gather);
-	}
-	/* else MPI may still read its buffers: left to the process exit */
+	/* peer.c keeps what MPI may still read or write */
 	peer_reduce_free(jp->red);
+	perf_node_free(jp->node);
+	for (int r = 0; jp->virt && r < jp->size; r++) {
+		perf_node_free(jp->virt[r]);
+		free(jp->vgather[r]);
+	}
+	free(jp->virt);
+	free(jp->vgather);
+	free(jp->proc_rank);
+	free(jp->group);
+	free(jp->buf);
+	free(jp->tmp);
+	free(jp->gather);
 	perf_policy_free(jp->policy);
 	free(jp->names);
-	free(jp->hist);
-	free(jp->nhist);
+	free(jp->ne);
+	free(jp->sketch);
+	free(jp->last_e2e);
+	free(jp->samples);
 	cJSON_Delete(jp->alerts);
 	metrics_free(jp->metrics);
 	free(jp);

@@ -6,11 +6,23 @@
  *
  * Reductions run in lock step: the coordinator starts one every
  * --perf-interval once its previous one completed (so every node had
- * joined it) and tells the others (ops->tick, a "perf" command); a node
- * starts one per tick it was told of, in order, after its previous one.
- * Every node thus starts the same reductions; a stalled node only holds
- * the next one back; at the end FINAL says how many there were, so each
- * node can finish them before MPI_Finalize.
+ * joined it), sooner (down to a quarter of it) while iterations come
+ * faster than a reduction holds them one by one, and tells the others
+ * (ops->tick, a "perf" command); a node starts one per tick it was told
+ * of, in order, after its previous one.  Every node thus starts the same
+ * reductions; a stalled node only holds the next one back; at the end
+ * FINAL says how many there were, so each node can finish them before
+ * MPI_Finalize.  A reduction holds 64 groups of iterations: single
+ * iterations while they fit, else groups of a power of two of them, so
+ * that one reduction always catches up, at any rate the training prints.
+ *
+ * Each attempt of the training (jobperf_set_attempt()) has reductions of
+ * its own.  The first attempt's are collectives over MPI_COMM_WORLD; a
+ * restart's are among the coordinator and the attempt's members only
+ * (peer_reduce_start_among()), so that a node lost before it is never
+ * waited for; what was in flight is given up, and the iterations not yet
+ * reported are reported among the survivors.  The first reduction of
+ * every attempt only agrees on where the others are.
  *
  * An alert that should change the job (--perf-action reschedule) is
  * handed back through ops->alert: the coordinator decides (coord.c).
@@ -63,10 +75,36 @@ void jobperf_line(struct jobperf *jp, const char *line, size_t len);
 /* Whether this node has timing lines to contribute in this attempt. */
 void jobperf_set_trains(struct jobperf *jp, bool trains);
 
+/* What an attempt of the training is, for jobperf_set_attempt(). */
+struct jobperf_attempt {
+	int attempt;          /* 0, then 1.. after restarts (node_attempt()) */
+	const int *members;   /* the ranks it runs on, in plan order (node_members()) */
+	int nmembers;
+	const int *procs;     /* Horovod mode: the MPI processes the inner mpirun places on
+	                       * each member (its slots, -map-by slot), else NULL */
+	bool trains;          /* this node runs a training (node_trains()) */
+};
+
+/*
+ * An attempt starts (at the launch, and at every restart, before its
+ * training prints): a new attempt number moves the reductions among the
+ * coordinator and the members (the attempt's own), counted afresh, and
+ * its processes are new; the iterations go on from where each node was.
+ * In Horovod mode, every timing line tagged by the inner mpirun
+ * ([1,P]<stdout>:, its --tag-output) is counted for the rank that runs
+ * process P, as if that node had printed it.  Every node calls it with
+ * the same attempt, in the same order with respect to the ticks.
+ * Returns 0 or -ENOMEM.
+ */
+int jobperf_set_attempt(struct jobperf *jp, const struct jobperf_attempt *a);
+
 /* A node: the coordinator started a reduction (a "perf" command). */
 void jobperf_ticked(struct jobperf *jp);
 
-/* A node, at the end: the coordinator started CYCLES reductions in all. */
+/*
+ * A node, at the end: the coordinator started CYCLES reductions in this
+ * attempt (jobperf_cycles()); one begun beyond that is given up.
+ */
 void jobperf_set_due(struct jobperf *jp, int cycles);
 
 /*
@@ -77,13 +115,16 @@ void jobperf_set_due(struct jobperf *jp, int cycles);
  */
 long jobperf_cycle(struct jobperf *jp, double now, bool ticking);
 
-/* Coordinator, at the end: one more reduction now, for the last iterations. */
+/*
+ * Coordinator, at the end: one more reduction now, for the last
+ * iterations, and another after it while every node has some left.
+ */
 void jobperf_final(struct jobperf *jp);
 
 /* Nothing in flight and every reduction due started: MPI_Finalize may come. */
 bool jobperf_idle(const struct jobperf *jp);
 
-/* Reductions the coordinator started (for FINAL). */
+/* Reductions the coordinator started in this attempt (for FINAL). */
 int jobperf_cycles(const struct jobperf *jp);
 
 /* Detection gave up (MPI refused a reduction): MPI's state is not to be trusted. */

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,6 +42,12 @@ struct peer {
 	/* A world of one delivers to itself through this queue. */
 	struct self_msg { int tag; char *msg; } *selfq;
 	int selfhead, nselfq, capselfq;  /* queued: selfq[selfhead..nselfq) */
+	/* Reductions among some ranks: their own communicator (so that
+	 * match_p2p()'s wildcard never sees their messages), and those given
+	 * up with sends still in flight. */
+	MPI_Comm tree_comm;
+	struct peer_reduce **draining;
+	int ndraining;
 };
 
 struct pending_recv {
@@ -105,6 +112,13 @@ peer_init(int *argc, char ***argv, struct peer **out)
 		MPI_Comm_rank(MPI_COMM_WORLD, &p->rank);
 		MPI_Comm_size(MPI_COMM_WORLD, &p->size);
 		p->mpi = true;
+		/* Collective, but every rank is in MPI_Init right now anyway:
+		 * later, nothing waits on a peer that may be gone. */
+		if (MPI_Comm_dup(MPI_COMM_WORLD, &p->tree_comm) != MPI_SUCCESS) {
+			free(p);
+			return -EPROTO;
+		}
+		MPI_Comm_set_errhandler(p->tree_comm, MPI_ERRORS_RETURN);
 	}
 	*out = p;
 	return 0;
@@ -611,6 +625,8 @@ peer_bcast_free(struct peer_bcast *b)
 	free(b);
 }
 
+struct tree;
+
 struct peer_reduce {
 	struct peer *p;
 	size_t len, ngather;
@@ -619,7 +635,11 @@ struct peer_reduce {
 	MPI_Request req[2];    /* allreduce, gather */
 	bool part_done[2];
 	bool done;
+	struct tree *tree;     /* a reduction among some ranks (below), else NULL */
 };
+
+static int tree_test(struct peer_reduce *r);
+static bool tree_release(struct peer_reduce *r);
 
 static void
 reduce_apply(void *in, void *inout, int *count, MPI_Datatype *type)
@@ -742,6 +762,8 @@ fail:
 int
 peer_reduce_test(struct peer_reduce *r)
 {
+	if (r->tree)
+		return tree_test(r);
 	if (r->done)
 		return 1;
 	for (int i = 0; i < 2; i++) {
@@ -774,11 +796,366 @@ peer_reduce_free(struct peer_reduce *r)
 {
 	if (!r)
 		return;
+	if (r->tree) {
+		if (tree_release(r))
+			free(r);
+		return;
+	}
 	/* Collectives cannot be cancelled (MPI 3.1, 5.12): a pending one
 	 * may still write its buffers, so they outlive R until exit. */
 	if (r->done)
 		free(r->mem);
 	free(r);
+}
+
+/*
+ * Reductions among some ranks: a binomial tree over the ranks listed, of
+ * non-blocking point-to-point messages on a communicator of their own.
+ * Each rank combines what its children send up with its own buffer and
+ * sends that to its parent; the root's combination goes back down the
+ * same tree; every non-root rank also sends its gathered values straight
+ * to the root.  A rank left out of the list is never waited for, which is
+ * the point: after a node is lost, the survivors go on among themselves,
+ * and a collective over MPI_COMM_WORLD never would (MPI has no way to make
+ * a communicator of the survivors without a blocking call, and one
+ * survivor stalled in it would stall them all).
+ *
+ * Every message starts with the reduction's key, and its tag is made
+ * from the key, so a message of a reduction given up (a restart) never
+ * completes a later one: an old message that a receive matches anyway
+ * (the tag wrapped) is recognised by its key, dropped, and the receive
+ * posted again.
+ */
+enum { TREE_UP, TREE_DOWN, TREE_GATHER, TREE_PARTS };
+#define TREE_TAG_BASE 1000
+#define TREE_KEYS 9000       /* 1000 + 3 * 9000 < 32767, MPI's least MPI_TAG_UB */
+
+struct tree_recv {
+	MPI_Request req;
+	int from, part, count;
+	double *buf;           /* the key, then COUNT doubles */
+	bool got;
+};
+
+struct tree {
+	peer_combine_fn *combine;
+	double key;
+	int parent;            /* world rank; -1 at the root */
+	int root;
+	int *children;
+	int nchildren;
+	struct tree_recv *recvs;
+	int nrecvs;
+	MPI_Request *sends;
+	int nsends;
+	double *acc;           /* the key, then this subtree's combination */
+	double *gsend;         /* the key, then this rank's gathered values */
+	int waiting_up, waiting_gather;
+	bool up_sent, have_result;
+};
+
+static int
+tree_tag(const struct tree *t, int part)
+{
+	return TREE_TAG_BASE + 3 * (int)fmod(t->key, TREE_KEYS) + part;
+}
+
+static int
+tree_post(struct peer_reduce *r, struct tree_recv *v)
+{
+	struct tree *t = r->tree;
+
+	v->buf[0] = NAN;
+	return MPI_Irecv(v->buf, v->count + 1, MPI_DOUBLE, v->from, tree_tag(t, v->part),
+	                 r->p->tree_comm, &v->req) == MPI_SUCCESS ? 0 : -EPROTO;
+}
+
+static int
+tree_send(struct peer_reduce *r, const double *buf, size_t count, int to, int part)
+{
+	struct tree *t = r->tree;
+
+	return MPI_Isend(buf, (int)count + 1, MPI_DOUBLE, to, tree_tag(t, part), r->p->tree_comm,
+	                 &t->sends[t->nsends++]) == MPI_SUCCESS ? 0 : -EPROTO;
+}
+
+/* A message arrived: take it in.  Returns 0 or a negative errno. */
+static int
+tree_take(struct peer_reduce *r, struct tree_recv *v)
+{
+	struct tree *t = r->tree;
+
+	if (v->buf[0] != t->key)
+		return tree_post(r, v);  /* a reduction given up earlier: dropped */
+	v->got = true;
+	switch (v->part) {
+	case TREE_UP:
+		t->combine(v->buf + 1, t->acc + 1, r->len);
+		t->waiting_up--;
+		break;
+	case TREE_DOWN:
+		r->result = v->buf + 1;
+		t->have_result = true;
+		for (int c = 0; c < t->nchildren; c++)
+			if (tree_send(r, v->buf, r->len, t->children[c], TREE_DOWN) < 0)
+				return -EPROTO;
+		break;
+	default:
+		memcpy(r->gathered + (size_t)v->from * r->ngather, v->buf + 1,
+		       r->ngather * sizeof(double));
+		t->waiting_gather--;
+		break;
+	}
+	return 0;
+}
+
+/* Sends in flight that completed are let go; true when none is left. */
+static int
+tree_sends_done(struct tree *t)
+{
+	for (int i = 0; i < t->nsends;) {
+		int flag = 0;
+
+		if (MPI_Test(&t->sends[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+			return -EPROTO;
+		if (flag)
+			t->sends[i] = t->sends[--t->nsends];
+		else
+			i++;
+	}
+	return t->nsends == 0;
+}
+
+static void
+tree_free(struct peer_reduce *r)
+{
+	struct tree *t = r->tree;
+
+	for (int i = 0; i < t->nrecvs; i++)
+		free(t->recvs[i].buf);
+	free(t->recvs);
+	free(t->sends);
+	free(t->children);
+	free(t->acc);
+	free(t->gsend);
+	free(t);
+	free(r->gathered);
+}
+
+/* Reductions given up with sends in flight: let go of those now done. */
+static void
+tree_drain(struct peer *p)
+{
+	for (int i = 0; i < p->ndraining;) {
+		struct peer_reduce *r = p->draining[i];
+
+		if (tree_sends_done(r->tree) != 0) {
+			tree_free(r);
+			free(r);
+			p->draining[i] = p->draining[--p->ndraining];
+		} else {
+			i++;
+		}
+	}
+}
+
+static int
+tree_test(struct peer_reduce *r)
+{
+	struct tree *t = r->tree;
+	int rc;
+
+	tree_drain(r->p);
+	if (tree_sends_done(t) < 0)
+		return -EPROTO;
+	if (r->done)
+		return 1;
+	for (int i = 0; i < t->nrecvs; i++) {
+		struct tree_recv *v = &t->recvs[i];
+		int flag = 0;
+
+		if (v->got)
+			continue;
+		if (MPI_Test(&v->req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+			return -EPROTO;
+		if (flag && (rc = tree_take(r, v)) < 0)
+			return rc;
+	}
+	if (t->waiting_up == 0 && !t->up_sent) {
+		t->up_sent = true;
+		if (t->parent < 0) {
+			r->result = t->acc + 1;
+			t->have_result = true;
+			for (int c = 0; c < t->nchildren; c++)
+				if (tree_send(r, t->acc, r->len, t->children[c], TREE_DOWN) < 0)
+					return -EPROTO;
+		} else if (tree_send(r, t->acc, r->len, t->parent, TREE_UP) < 0) {
+			return -EPROTO;
+		}
+	}
+	r->done = t->have_result && t->waiting_gather == 0;
+	return r->done;
+}
+
+/* Let go of R's part in MPI; true when R may be freed now. */
+static bool
+tree_release(struct peer_reduce *r)
+{
+	struct tree *t = r->tree;
+	struct peer *p = r->p;
+	struct peer_reduce **d;
+
+	/* A cancelled receive completes locally (MPI 3.1, 3.8.4). */
+	for (int i = 0; i < t->nrecvs; i++) {
+		if (t->recvs[i].got)
+			continue;
+		MPI_Cancel(&t->recvs[i].req);
+		MPI_Wait(&t->recvs[i].req, MPI_STATUS_IGNORE);
+		t->recvs[i].got = true;
+	}
+	if (tree_sends_done(t) != 0) {
+		tree_free(r);
+		return true;
+	}
+	/* A send to a peer that never receives it (lost, or it gave the
+	 * reduction up too) stays: its buffer is MPI's until it completes,
+	 * if ever.  One per peer that never answers, per restart. */
+	d = realloc(p->draining, (size_t)(p->ndraining + 1) * sizeof(*d));
+	if (!d)
+		return false;  /* leaked to the process exit, safely */
+	p->draining = d;
+	d[p->ndraining++] = r;
+	return false;
+}
+
+/* Where RANKS[0..N) puts this rank: its index, parent and children. */
+static int
+tree_shape(struct tree *t, const int *ranks, int n, int me_rank)
+{
+	int me = -1;
+
+	for (int i = 0; i < n; i++) {
+		if (i > 0 && ranks[i] <= ranks[i - 1])
+			return -EINVAL;
+		if (ranks[i] == me_rank)
+			me = i;
+	}
+	if (me < 0)
+		return -EINVAL;
+	t->root = ranks[0];
+	t->parent = me > 0 ? ranks[me & (me - 1)] : -1;
+	t->children = calloc(32, sizeof(*t->children));
+	if (!t->children)
+		return -ENOMEM;
+	for (int b = 1; b < n && !(me & b); b <<= 1)
+		if (me + b < n)
+			t->children[t->nchildren++] = ranks[me + b];
+	return 0;
+}
+
+static int
+tree_add_recv(struct peer_reduce *r, int from, int part, size_t count)
+{
+	struct tree_recv *v = &r->tree->recvs[r->tree->nrecvs];
+
+	v->from = from;
+	v->part = part;
+	v->count = (int)count;
+	v->buf = malloc((count + 1) * sizeof(double));
+	if (!v->buf)
+		return -ENOMEM;
+	r->tree->nrecvs++;
+	return tree_post(r, v);
+}
+
+/* The receives and the first sends of a reduction among RANKS[0..N). */
+static int
+tree_begin(struct peer_reduce *r, const int *ranks, int n)
+{
+	struct tree *t = r->tree;
+	bool root = t->parent < 0;
+	int rc = 0;
+
+	t->recvs = calloc((size_t)(t->nchildren + 1 + (root ? n : 0)), sizeof(*t->recvs));
+	t->sends = calloc((size_t)(t->nchildren + 2), sizeof(*t->sends));
+	if (!t->recvs || !t->sends)
+		return -ENOMEM;
+	for (int c = 0; rc == 0 && c < t->nchildren; c++)
+		rc = tree_add_recv(r, t->children[c], TREE_UP, r->len);
+	t->waiting_up = t->nchildren;
+	if (rc == 0 && !root)
+		rc = tree_add_recv(r, t->parent, TREE_DOWN, r->len);
+	for (int i = 1; rc == 0 && root && r->ngather > 0 && i < n; i++) {
+		rc = tree_add_recv(r, ranks[i], TREE_GATHER, r->ngather);
+		t->waiting_gather++;
+	}
+	if (rc == 0 && !root && r->ngather > 0)
+		rc = tree_send(r, t->gsend, r->ngather, t->root, TREE_GATHER);
+	return rc;
+}
+
+int
+peer_reduce_start_among(struct peer *p, const int *ranks, int nranks, unsigned long key,
+                        peer_combine_fn *combine, const double *buf, size_t len,
+                        const double *gather, size_t ngather, struct peer_reduce **out)
+{
+	struct peer_reduce *r;
+	struct tree *t;
+	int rc;
+
+	*out = NULL;
+	if (len == 0 || nranks < 1)
+		return -EINVAL;
+	if (len >= (size_t)INT_MAX || ngather >= (size_t)INT_MAX / (size_t)p->size)
+		return -EMSGSIZE;
+	if (p->mpi)
+		tree_drain(p);
+	r = calloc(1, sizeof(*r));
+	t = calloc(1, sizeof(*t));
+	if (!r || !t) {
+		free(r);
+		free(t);
+		return -ENOMEM;
+	}
+	r->p = p;
+	r->len = len;
+	r->ngather = ngather;
+	r->tree = t;
+	t->combine = combine;
+	t->key = (double)key;
+	t->acc = malloc((len + 1) * sizeof(double));
+	t->gsend = malloc((ngather + 1) * sizeof(double));
+	rc = t->acc && t->gsend ? tree_shape(t, ranks, nranks, p->rank) : -ENOMEM;
+	if (rc == 0 && t->parent < 0) {
+		r->gathered = malloc((size_t)p->size * (ngather ? ngather : 1) * sizeof(double));
+		if (!r->gathered)
+			rc = -ENOMEM;
+		for (size_t i = 0; r->gathered && i < (size_t)p->size * ngather; i++)
+			r->gathered[i] = NAN;
+	}
+	if (rc < 0) {
+		tree_free(r);
+		free(r);
+		return rc;
+	}
+	t->acc[0] = t->gsend[0] = t->key;
+	memcpy(t->acc + 1, buf, len * sizeof(*buf));
+	if (ngather) {
+		memcpy(t->gsend + 1, gather, ngather * sizeof(*gather));
+		if (r->gathered)
+			memcpy(r->gathered + (size_t)p->rank * ngather, gather,
+			       ngather * sizeof(*gather));
+	}
+	rc = nranks > 1 ? tree_begin(r, ranks, nranks) : 0;
+	if (rc == 0)
+		rc = tree_test(r) < 0 ? -EPROTO : 0;
+	if (rc < 0) {
+		if (tree_release(r))
+			free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
 }
 
 /* Release the reductions' operator and datatypes (MPI still running). */
@@ -805,6 +1182,7 @@ peer_finalize(struct peer *p, bool clean)
 	 * takes them. */
 	if (p->mpi && clean) {
 		reduce_release();
+		MPI_Comm_free(&p->tree_comm);
 		MPI_Finalize();
 	}
 	/* Sends that never completed stay with MPI (a dead receiver); their
@@ -816,6 +1194,7 @@ peer_finalize(struct peer *p, bool clean)
 	for (int i = p->selfhead; i < p->nselfq; i++)
 		free(p->selfq[i].msg);
 	free(p->selfq);
+	free(p->draining);  /* their buffers may still be MPI's: left to the exit */
 	free(p->sends);
 	free(p->inbox);
 	free(p);

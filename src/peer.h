@@ -190,6 +190,25 @@ const double *peer_reduce_gathered(const struct peer_reduce *r);
 void peer_reduce_free(struct peer_reduce *r);
 
 /*
+ * Like peer_reduce_start(), among RANKS[0..NRANKS) only (ascending; this
+ * rank among them; RANKS[0] gathers), so that a rank left out is never
+ * waited for: after a node is lost, the survivors reduce among themselves.
+ * The messages go along a binomial tree of non-blocking point-to-point
+ * sends on a communicator of their own (made in peer_init(), while every
+ * rank was there), so nothing waits in a blocking call.  KEY tells this
+ * reduction's messages apart: the same on every rank for the same
+ * reduction, different from any reduction given up before (a reduction
+ * given up on one rank and not another must not meet a later one).  The
+ * gathered rows (RANKS[0] only) of ranks outside RANKS are NaN.  A rank
+ * in RANKS that never starts its part keeps the reduction pending (never
+ * blocked); peer_reduce_free() then cancels what waits for it.  -EINVAL
+ * when this rank is not in RANKS or RANKS is not ascending.
+ */
+int peer_reduce_start_among(struct peer *p, const int *ranks, int nranks, unsigned long key,
+                            peer_combine_fn *combine, const double *buf, size_t len,
+                            const double *gather, size_t ngather, struct peer_reduce **out);
+
+/*
  * End MPI.  CLEAN true calls MPI_Finalize, which in Open MPI synchronises
  * with every rank and so must only be called when every peer is known to
  * be alive; false leaves MPI without finalizing (the launcher then sees the

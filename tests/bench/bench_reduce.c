@@ -10,10 +10,13 @@
  * complete, perf_unpack.  The baseline is MPI_Iallreduce of as many
  * doubles with MPI_SUM, then MPI_Wait.  The series are interleaved cycle
  * by cycle, after a warm-up, and each figure is rank 0's median.  A third
- * series leaves the gather out, to show what it costs.
+ * series leaves the gather out, to show what it costs; a fourth is the
+ * same cycle among every rank through peer_reduce_start_among() (the
+ * point-to-point tree used after a restart).
  *
  * Usage: bench_reduce [CYCLES (2000)] [WINDOW (64)]
  * Output: reduce: <us> vs bare MPI_Iallreduce <us>: ratio X (goal <= 1.5)
+ *         tree: <us> vs bare MPI_Iallreduce <us>: ratio X
  * Exit status: 0, or 1 when the reduction failed or gave wrong figures.
  */
 #include "autoconf.h"
@@ -55,19 +58,27 @@ bare_cycle(const double *send, double *recv, size_t len)
 	return MPI_Wtime() - t0;
 }
 
-/* One agent cycle; -1 on failure. */
+/* One agent cycle (among RANKS when not NULL); -1 on failure. */
 static double
 perf_cycle(struct peer *p, const struct perf_node *n, size_t w, double *buf,
-           const double *gather, size_t ngather, struct perf_iter *out, size_t *nout)
+           const double *gather, size_t ngather, const int *ranks, unsigned long key,
+           struct perf_iter *out, size_t *nout)
 {
 	double t0 = MPI_Wtime();
 	struct peer_reduce *r;
+	struct perf_layout l;
 	size_t nb;
 	int rc;
 
-	perf_pack(n, 0, w, peer_rank(p), buf);
-	if (peer_reduce_start(p, perf_combine, buf, perf_buffer_len(w), gather,
-	                      ngather, &r) < 0)
+	perf_layout_init(&l, w, 0);
+	perf_pack(n, &l, 0, peer_rank(p), buf, NULL);
+	if (ranks)
+		rc = peer_reduce_start_among(p, ranks, peer_size(p), key, perf_combine, buf,
+		                             perf_buffer_len(w), gather, ngather, &r);
+	else
+		rc = peer_reduce_start(p, perf_combine, buf, perf_buffer_len(w), gather,
+		                       ngather, &r);
+	if (rc < 0)
 		return -1;
 	while ((rc = peer_reduce_test(r)) == 0)
 		;
@@ -75,7 +86,7 @@ perf_cycle(struct peer *p, const struct perf_node *n, size_t w, double *buf,
 		peer_reduce_free(r);
 		return -1;
 	}
-	perf_unpack(peer_reduce_result(r), 0, w, peer_size(p), &nb, out, nout);
+	perf_unpack(peer_reduce_result(r), &l, &nb, out, nout);
 	peer_reduce_free(r);
 	return MPI_Wtime() - t0;
 }
@@ -85,7 +96,8 @@ main(int argc, char **argv)
 {
 	int cycles = argc > 1 ? atoi(argv[1]) : 2000;
 	size_t w = argc > 2 ? (size_t)atol(argv[2]) : 64, len, nout = 0;
-	double *buf, *send, *recv, *gather, *t_bare, *t_full, *t_nogather;
+	double *buf, *send, *recv, *gather, *t_bare, *t_full, *t_nogather, *t_tree;
+	int *all;
 	struct perf_iter *out;
 	struct perf_node *n;
 	struct peer *p;
@@ -107,8 +119,10 @@ main(int argc, char **argv)
 	t_bare = calloc((size_t)cycles, sizeof(double));
 	t_full = calloc((size_t)cycles, sizeof(double));
 	t_nogather = calloc((size_t)cycles, sizeof(double));
+	t_tree = calloc((size_t)cycles, sizeof(double));
+	all = calloc((size_t)size, sizeof(*all));
 	if (!n || !buf || !send || !recv || !gather || !out || !t_bare || !t_full ||
-	    !t_nogather) {
+	    !t_nogather || !t_tree || !all) {
 		fprintf(stderr, "bench_reduce: out of memory\n");
 		return 2;
 	}
@@ -122,21 +136,27 @@ main(int argc, char **argv)
 		gather[i - 1] = l.e2e_ms;
 		send[i - 1] = l.e2e_ms;
 	}
+	for (int r = 0; r < size; r++)
+		all[r] = r;
 	for (int i = -WARMUP; i < cycles; i++) {
-		double tb, tf, tn;
+		unsigned long key = (unsigned long)(i + WARMUP);
+		double tb, tf, tn, tt;
+		size_t ntree = 0;
 
 		/* Alternate which goes first, so neither always follows the
 		 * other's traffic. */
 		if (i % 2) {
 			tb = bare_cycle(send, recv, len);
-			tf = perf_cycle(p, n, w, buf, gather, w, out, &nout);
-			tn = perf_cycle(p, n, w, buf, NULL, 0, out, &nout);
+			tf = perf_cycle(p, n, w, buf, gather, w, NULL, 0, out, &nout);
+			tn = perf_cycle(p, n, w, buf, NULL, 0, NULL, 0, out, &nout);
+			tt = perf_cycle(p, n, w, buf, gather, w, all, key, out, &ntree);
 		} else {
-			tn = perf_cycle(p, n, w, buf, NULL, 0, out, &nout);
-			tf = perf_cycle(p, n, w, buf, gather, w, out, &nout);
+			tt = perf_cycle(p, n, w, buf, gather, w, all, key, out, &ntree);
+			tn = perf_cycle(p, n, w, buf, NULL, 0, NULL, 0, out, &nout);
+			tf = perf_cycle(p, n, w, buf, gather, w, NULL, 0, out, &nout);
 			tb = bare_cycle(send, recv, len);
 		}
-		if (tf < 0 || tn < 0 || nout != w) {
+		if (tf < 0 || tn < 0 || tt < 0 || nout != w || ntree != w) {
 			bad = 1;
 			break;
 		}
@@ -144,6 +164,7 @@ main(int argc, char **argv)
 			t_bare[i] = tb;
 			t_full[i] = tf;
 			t_nogather[i] = tn;
+			t_tree[i] = tt;
 		}
 	}
 	/* The last cycle's figures must be the nodes' own. */
@@ -153,7 +174,7 @@ main(int argc, char **argv)
 		bad = 1;
 	if (rank == 0 && !bad) {
 		double b = median(t_bare, cycles), f = median(t_full, cycles);
-		double g = median(t_nogather, cycles);
+		double g = median(t_nogather, cycles), t = median(t_tree, cycles);
 
 		printf("bench_reduce: %d ranks, window %zu (%zu bytes), %d cycles, medians:\n",
 		       size, w, len * sizeof(double), cycles);
@@ -161,6 +182,8 @@ main(int argc, char **argv)
 		       g * 1e6, g / b);
 		printf("reduce: %.1f us vs bare MPI_Iallreduce %.1f us: ratio %.2f (goal <= 1.5)\n",
 		       f * 1e6, b * 1e6, f / b);
+		printf("tree: %.1f us vs bare MPI_Iallreduce %.1f us: ratio %.2f\n",
+		       t * 1e6, b * 1e6, t / b);
 	}
 	if (bad)
 		fprintf(stderr, "bench_reduce: rank %d: the reduction failed or was wrong\n", rank);
@@ -173,6 +196,8 @@ main(int argc, char **argv)
 	free(t_bare);
 	free(t_full);
 	free(t_nogather);
+	free(t_tree);
+	free(all);
 	/* A failed rank may leave the others in a collective: no finalize. */
 	peer_finalize(p, !bad);
 	return bad;

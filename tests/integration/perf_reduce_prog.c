@@ -13,6 +13,12 @@
  *   stall   the last rank never starts its reduction (it sleeps, bounded
  *           by argv[2] seconds, default 60); the others test theirs for
  *           2 s, print what they saw and leave without MPI_Finalize.
+ *   survive the last rank is lost after 5 reductions (it sleeps, bounded by
+ *           argv[2] seconds); the others give up the reduction it never
+ *           joins, as the agents do at an elastic restart, and go on among
+ *           themselves (peer_reduce_start_among): every iteration after
+ *           the loss is reported exactly, over 3 nodes, and no test call
+ *           ever blocks.
  */
 #include "autoconf.h"
 
@@ -84,19 +90,57 @@ feed(struct perf_node *n, int rank, size_t from, size_t upto)
 	}
 }
 
-/* Start, then test until complete or TIMEOUT_S: 1, 0 on timeout, <0. */
+static double longest_test;
+
+/* Test until complete or TIMEOUT_S: 1, 0 on timeout, <0. */
 static int
 reduce_wait(struct peer_reduce *r, double timeout_s)
 {
 	double deadline = now_s() + timeout_s;
 	int rc;
 
-	while ((rc = peer_reduce_test(r)) == 0) {
+	for (;;) {
+		double t0 = now_s();
+
+		rc = peer_reduce_test(r);
+		if (now_s() - t0 > longest_test)
+			longest_test = now_s() - t0;
+		if (rc != 0)
+			return rc;
 		if (now_s() > deadline)
 			return 0;
 		nap_ms(1);
 	}
-	return rc;
+}
+
+/* One reduction of N's groups laid out by L, among RANKS (NULL: all). */
+static int
+reduce_once(struct peer *p, struct perf_node *n, struct perf_layout *l, const int *ranks,
+            int nranks, unsigned long key, double *buf, double *gather,
+            struct peer_reduce **r)
+{
+	size_t len = perf_buffer_len(l->slots);
+	int err;
+
+	perf_pack(n, l, l->base, peer_rank(p), buf, gather);
+	if (ranks)
+		err = peer_reduce_start_among(p, ranks, nranks, key, perf_combine, buf, len,
+		                              gather, l->slots, r);
+	else
+		err = peer_reduce_start(p, perf_combine, buf, len, gather, l->slots, r);
+	if (err < 0) {
+		fprintf(stderr, "reduce: start: %s\n", strerror(-err));
+		return err;
+	}
+	err = reduce_wait(*r, 30);
+	if (err <= 0) {
+		fprintf(stderr, "reduce: rank %d: %s\n", peer_rank(p),
+		        err ? strerror(-err) : "no completion in 30 s");
+		peer_reduce_free(*r);
+		*r = NULL;
+		return -1;
+	}
+	return 0;
 }
 
 static int
@@ -104,7 +148,7 @@ run_reduce(struct peer *p)
 {
 	static const char *const names[] = { "n0", "n1", "n2", "n3" };
 	int rank = peer_rank(p), size = peer_size(p);
-	size_t total = rank == 1 ? 16 : ITERS, fed = 0, base = 0;
+	size_t total = rank == 1 ? 16 : ITERS, fed = 0;
 	/* Lines per cycle: the nodes run at different paces. */
 	size_t pace = (size_t)(rank % 3) + 1;
 	struct perf_policy_opts po = { .window = 3, .straggler_pct = 5 };
@@ -113,6 +157,7 @@ run_reduce(struct peer *p)
 	double *buf = malloc(perf_buffer_len(WINDOW) * sizeof(*buf));
 	double gather[WINDOW];
 	struct perf_iter out[WINDOW];
+	struct perf_layout l;
 	int rc = 1, idle = 0;
 
 	if (size != 4) {
@@ -123,39 +168,22 @@ run_reduce(struct peer *p)
 		pol = perf_policy_new(&po, size);
 	if (!n || !buf || (rank == 0 && !pol))
 		goto out;
+	perf_layout_init(&l, WINDOW, 0);
 	/* Every rank sees the same results, so all take the same number of
 	 * cycles: until everything was fed and the base stopped moving. */
 	for (int cycle = 1; cycle <= 100 && idle < 2; cycle++) {
 		struct peer_reduce *r;
 		const double *res, *all;
+		struct perf_header h;
 		size_t nb, nit, upto = fed + pace > total ? total : fed + pace;
-		int err;
 
 		feed(n, rank, fed + 1, upto);
 		fed = upto;
-		perf_pack(n, base, WINDOW, rank, buf);
-		for (size_t k = 1; k <= WINDOW; k++) {
-			double hw;
-
-			if (perf_node_get(n, base + k, &hw, &gather[k - 1]) < 0)
-				gather[k - 1] = NAN;
-		}
-		err = peer_reduce_start(p, perf_combine, buf, perf_buffer_len(WINDOW),
-		                        gather, WINDOW, &r);
-		if (err < 0) {
-			fprintf(stderr, "reduce: start: %s\n", strerror(-err));
+		if (reduce_once(p, n, &l, NULL, 0, 0, buf, gather, &r) < 0)
 			goto out;
-		}
-		err = reduce_wait(r, 30);
-		if (err <= 0) {
-			fprintf(stderr, "reduce: rank %d: %s\n", rank,
-			        err ? strerror(-err) : "no completion in 30 s");
-			peer_reduce_free(r);
-			goto out;
-		}
 		res = peer_reduce_result(r);
 		all = peer_reduce_gathered(r);
-		perf_unpack(res, base, WINDOW, size, &nb, out, &nit);
+		perf_unpack(res, &l, &nb, out, &nit);
 		for (size_t j = 0; rank == 0 && j < nit; j++) {
 			const struct perf_iter *it = &out[j];
 			double node_e2e[4];
@@ -163,7 +191,7 @@ run_reduce(struct peer *p)
 			size_t na;
 
 			for (int q = 0; q < size; q++)
-				node_e2e[q] = all[(size_t)q * WINDOW + (it->iter - base - 1)];
+				node_e2e[q] = all[(size_t)q * WINDOW + it->slot];
 			printf("iter %zu nodes %d hw %.3f %.3f %.3f e2e %.3f/%d %.3f %.3f/%d "
 			       "r %.6f/%d %.6f %.6f/%d node_e2e %.1f %.1f %.1f %.1f\n",
 			       it->iter, it->nodes, it->hw_min, it->hw_mean, it->hw_max,
@@ -176,22 +204,116 @@ run_reduce(struct peer *p)
 				printf("alert %s iter %zu rank %d: %s\n", al[a].kind,
 				       al[a].iter, al[a].rank, al[a].message);
 		}
+		perf_header_read(res, &h);
 		peer_reduce_free(r);
 		/* Every rank has fed everything by cycle ITERS (the slowest
 		 * pace is one line a cycle); NB is the same everywhere. */
-		idle = cycle >= ITERS && nb == base ? idle + 1 : 0;
-		base = nb;
-		perf_node_forget(n, base);
+		idle = cycle >= ITERS && nb == l.base ? idle + 1 : 0;
+		perf_node_forget(n, nb);
+		perf_layout_next(&l, &h, nb);
 	}
 	if (rank == 0)
-		printf("final base %zu\n", base);
-	printf("rank %d fed %zu dropped %zu\n", rank, fed, perf_node_dropped(n));
+		printf("final base %zu\n", l.base);
+	printf("rank %d fed %zu lines %llu\n", rank, fed, (unsigned long long)perf_node_lines(n));
 	rc = 0;
 out:
 	fflush(stdout);
 	perf_policy_free(pol);
 	perf_node_free(n);
 	free(buf);
+	return rc;
+}
+
+/*
+ * Rank 3 is lost after 5 reductions; the others go on among themselves.
+ * Each node prints 10 iterations per reduction, e2e 1000 + rank (rank 2
+ * twice as slow after the loss), hw half of it.
+ */
+static int
+run_survive(struct peer *p, int limit_s)
+{
+	enum { PER = 10, BEFORE = 5, AFTER = 8, SLOTS = 16 };
+	static const int survivors[] = { 0, 1, 2 };
+	int rank = peer_rank(p), size = peer_size(p), rc = 1;
+	struct perf_node *n = perf_node_new(256);
+	double buf[(SLOTS + 1) * PERF_FIELDS], gather[SLOTS], t0;
+	struct perf_iter out[SLOTS];
+	struct perf_layout l;
+	struct perf_header h;
+	struct peer_reduce *r;
+	size_t nb, nit, next = 1, bad = 0;
+
+	if (size != 4 || !n) {
+		fprintf(stderr, "survive: needs 4 ranks\n");
+		return 1;
+	}
+	perf_layout_init(&l, SLOTS, 0);
+	for (int c = 0; c < BEFORE + 1 + AFTER; c++) {
+		bool lost = c >= BEFORE, sync = c == BEFORE + 1;
+
+		if (rank == size - 1 && lost) {
+			/* Lost: never starts another reduction, never answers. */
+			for (int i = 0; i < limit_s * 10; i++)
+				nap_ms(100);
+			rc = 0;
+			goto out;
+		}
+		for (int i = 0; i < PER; i++) {
+			struct progress_line pl = { .e2e_ms = 1000 + rank };
+
+			if (lost && rank == 2)
+				pl.e2e_ms *= 2;
+			pl.hw_ms = pl.e2e_ms / 2;
+			perf_node_add(n, &pl);
+		}
+		if (c == BEFORE) {
+			/* The reduction the lost rank never joins: pending, and
+			 * testing it never blocks; given up after a second. */
+			perf_pack(n, &l, l.base, rank, buf, gather);
+			if (peer_reduce_start(p, perf_combine, buf, perf_buffer_len(SLOTS), gather,
+			                      SLOTS, &r) < 0 || reduce_wait(r, 1) != 0) {
+				fprintf(stderr, "survive: the reduction without rank 3 completed\n");
+				goto out;
+			}
+			peer_reduce_free(r);
+			/* the restart: new processes, iterations go on */
+			perf_node_restart(n);
+			continue;
+		}
+		if (reduce_once(p, n, &l, lost ? survivors : NULL, lost ? 3 : 0,
+		                (1ul << 20) + (unsigned long)c, buf, gather, &r) < 0)
+			goto out;
+		perf_header_read(peer_reduce_result(r), &h);
+		if (sync) {
+			/* the first among the survivors agrees on the base */
+			perf_layout_init(&l, SLOTS, h.max_base > l.base ? h.max_base : l.base);
+			nb = l.base;
+		} else {
+			perf_unpack(peer_reduce_result(r), &l, &nb, out, &nit);
+			for (size_t j = 0; rank == 0 && j < nit; j++) {
+				const double *g = peer_reduce_gathered(r);
+				int nodes = lost ? 3 : 4;
+
+				if (out[j].first != next || out[j].nodes != nodes ||
+				    out[j].e2e_max_rank != (lost ? 2 : 3) ||
+				    (lost && (!isnan(g[3 * SLOTS + out[j].slot]) ||
+				              g[2 * SLOTS + out[j].slot] != 2004)))
+					bad++;
+				next = out[j].iter + 1;
+			}
+		}
+		peer_reduce_free(r);
+		perf_node_forget(n, nb);
+		perf_layout_next(&l, &h, nb);
+	}
+	t0 = longest_test * 1000;
+	if (rank == 0)
+		printf("survive: base %zu, reported through %zu, %s, longest test %.1f ms\n",
+		       l.base, next - 1, bad ? "WRONG" : "exact", t0);
+	rc = bad != 0;
+out:
+	fflush(stdout);
+	perf_node_free(n);
 	return rc;
 }
 
@@ -203,19 +325,21 @@ run_big(struct peer *p)
 	double *buf = malloc(perf_buffer_len(BIG) * sizeof(*buf));
 	struct perf_iter *out = malloc(BIG * sizeof(*out));
 	struct peer_reduce *r = NULL;
+	struct perf_layout l;
 	size_t nb, nit;
 	int err;
 
 	if (!n || !buf || !out)
 		goto out;
 	feed(n, rank, 1, BIG);
-	perf_pack(n, 0, BIG, rank, buf);
+	perf_layout_init(&l, BIG, 0);
+	perf_pack(n, &l, 0, rank, buf, NULL);
 	err = peer_reduce_start(p, perf_combine, buf, perf_buffer_len(BIG), NULL, 0, &r);
 	if (err < 0 || reduce_wait(r, 30) != 1) {
 		fprintf(stderr, "big: rank %d: no result\n", rank);
 		goto out;
 	}
-	perf_unpack(peer_reduce_result(r), 0, BIG, size, &nb, out, &nit);
+	perf_unpack(peer_reduce_result(r), &l, &nb, out, &nit);
 	if (nb != BIG || nit != BIG)
 		bad++;
 	for (size_t j = 0; !bad && j < nit; j++) {
@@ -252,6 +376,7 @@ run_stall(struct peer *p, int limit_s)
 	struct perf_node *n;
 	struct peer_reduce *r;
 	double buf[(8 + 1) * PERF_FIELDS], e2e[8] = { 0 }, longest = 0, deadline;
+	struct perf_layout l;
 
 	if (rank == size - 1) {
 		/* A node stopped dead: never starts, never answers. */
@@ -263,7 +388,8 @@ run_stall(struct peer *p, int limit_s)
 	if (!n)
 		return 1;
 	feed(n, rank, 1, 3);
-	perf_pack(n, 0, 8, rank, buf);
+	perf_layout_init(&l, 8, 0);
+	perf_pack(n, &l, 0, rank, buf, NULL);
 	perf_node_free(n);
 	rc = peer_reduce_start(p, perf_combine, buf, perf_buffer_len(8), e2e, 8, &r);
 	if (rc < 0) {
@@ -310,12 +436,16 @@ main(int argc, char **argv)
 		rc = run_reduce(p);
 	} else if (strcmp(mode, "big") == 0) {
 		rc = run_big(p);
+	} else if (strcmp(mode, "survive") == 0) {
+		rc = run_survive(p, argc > 2 ? atoi(argv[2]) : 60);
+		/* A peer is gone: MPI_Finalize would wait for it. */
+		clean = false;
 	} else if (strcmp(mode, "stall") == 0) {
 		rc = run_stall(p, argc > 2 ? atoi(argv[2]) : 60);
 		/* A peer is gone: MPI_Finalize would wait for it. */
 		clean = false;
 	} else {
-		fprintf(stderr, "usage: %s reduce|big|stall [seconds]\n", argv[0]);
+		fprintf(stderr, "usage: %s reduce|big|stall|survive [seconds]\n", argv[0]);
 		rc = 2;
 	}
 	peer_finalize(p, clean && rc == 0);

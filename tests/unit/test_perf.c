@@ -35,19 +35,20 @@ add(struct perf_node *n, const char *key, double hw, double e2e)
 static void
 expect_iter(const struct perf_node *n, size_t iter, double hw, double e2e)
 {
-	double h = -1, e = -1;
+	struct perf_sum sum;
 
-	assert_int_equal(perf_node_get(n, iter, &h, &e), 0);
-	assert_true(h == hw);
-	assert_true(e == e2e);
+	assert_true(iter <= perf_node_done(n));
+	assert_true(perf_node_sum(n, iter, iter, &sum));
+	assert_true(sum.hw / sum.lines == hw);
+	assert_true(sum.e2e / sum.lines == e2e);
 }
 
 static void
 expect_missing(const struct perf_node *n, size_t iter)
 {
-	double h, e;
+	struct perf_sum sum;
 
-	assert_int_equal(perf_node_get(n, iter, &h, &e), -ENOENT);
+	assert_false(iter > 0 && iter <= perf_node_done(n) && perf_node_sum(n, iter, iter, &sum));
 }
 
 /* ---- one node -------------------------------------------------------- */
@@ -60,18 +61,20 @@ test_node_one_key(void **state)
 	(void)state;
 	assert_non_null(n);
 	assert_int_equal(perf_node_done(n), 0);
+	assert_false(perf_node_says(n));
 	expect_missing(n, 0);
 	expect_missing(n, 1);
 	add(n, "", 2201.5, 3317.75);
 	add(n, "", 2202.5, 3318.75);
 	add(n, "", 2203.5, 3319.75);
 	assert_int_equal(perf_node_done(n), 3);
-	expect_missing(n, 0);
+	assert_true(perf_node_says(n));
+	assert_int_equal(perf_node_lines(n), 3);
 	expect_iter(n, 1, 2201.5, 3317.75);
 	expect_iter(n, 2, 2202.5, 3318.75);
 	expect_iter(n, 3, 2203.5, 3319.75);
 	expect_missing(n, 4);
-	assert_int_equal(perf_node_dropped(n), 0);
+	assert_int_equal(perf_node_grain(n), 1);
 	perf_node_free(n);
 	perf_node_free(NULL);
 }
@@ -90,89 +93,83 @@ test_node_three_keys(void **state)
 	add(n, "2", 300, 3000);
 	add(n, "0", 120, 1200);
 	add(n, "1", 210, 2100);
-	/* Complete when every process reached it: "2" holds it at 1. */
-	assert_int_equal(perf_node_done(n), 1);
-	expect_iter(n, 1, 200, 2000);
-	expect_missing(n, 2);
-	add(n, "2", 320, 3200);
+	/* "2" appeared while "0" was at 2: it joined iteration 2, which it
+	 * has; "1" holds the node at 2. */
 	assert_int_equal(perf_node_done(n), 2);
-	expect_iter(n, 2, (110.0 + 210 + 320) / 3, (1100.0 + 2100 + 3200) / 3);
-	add(n, "2", 340, 3400);
+	expect_iter(n, 1, 150, 1500);
+	expect_iter(n, 2, (110.0 + 210 + 300) / 3, (1100.0 + 2100 + 3000) / 3);
+	add(n, "2", 320, 3200);
 	add(n, "1", 230, 2300);
 	assert_int_equal(perf_node_done(n), 3);
-	expect_iter(n, 3, (120.0 + 230 + 340) / 3, (1200.0 + 2300 + 3400) / 3);
+	expect_iter(n, 3, (120.0 + 230 + 320) / 3, (1200.0 + 2300 + 3200) / 3);
 	perf_node_free(n);
 }
 
 static void
-test_node_arrival_order(void **state)
+test_node_stray_key(void **state)
 {
-	struct perf_node *n = perf_node_new(8);
+	struct perf_node *n = perf_node_new(64);
 
 	(void)state;
 	assert_non_null(n);
-	/* Lines without a launcher prefix are one process: each line is its
-	 * next iteration, whoever printed it. */
-	add(n, "", 10, 100);
-	add(n, "", 20, 200);
-	add(n, "", 30, 300);
-	assert_int_equal(perf_node_done(n), 3);
-	expect_iter(n, 2, 20, 200);
-	/* A process appearing late holds the iterations not yet forgotten
-	 * until it reaches them, and joins their means. */
-	add(n, "late", 50, 500);
-	assert_int_equal(perf_node_done(n), 1);
-	expect_iter(n, 1, 30, 300);
-	expect_missing(n, 2);
-	perf_node_forget(n, 1);
-	add(n, "late", 60, 600);
-	add(n, "late", 70, 700);
-	assert_int_equal(perf_node_done(n), 3);
-	expect_iter(n, 2, 40, 400);
-	expect_iter(n, 3, 50, 500);
-	/* Forgotten iterations stay done: one more latecomer's lines for
-	 * them are ignored. */
-	perf_node_forget(n, 3);
-	add(n, "later", 1, 1);
-	assert_int_equal(perf_node_done(n), 3);
-	expect_missing(n, 1);
-	add(n, "", 40, 400);
-	add(n, "late", 60, 600);
-	add(n, "later", 2, 2);
-	add(n, "later", 3, 3);
-	add(n, "later", 80, 800);
-	assert_int_equal(perf_node_done(n), 4);
-	expect_iter(n, 4, 60, 600);
+	/* Untagged lines, then one line with a tag of its own: it joins the
+	 * current iteration, and once the others are PERF_KEY_LAG ahead, it
+	 * holds the node back no more. */
+	for (int i = 1; i <= 10; i++)
+		add(n, "", 100, 1000);
+	add(n, "rank3", 100, 1000);
+	assert_int_equal(perf_node_done(n), 10);
+	for (int i = 11; i <= 10 + PERF_KEY_LAG; i++)
+		add(n, "", 100, 1000);
+	assert_int_equal(perf_node_done(n), 10);
+	add(n, "", 100, 1000);
+	assert_int_equal(perf_node_done(n), 11 + PERF_KEY_LAG);
+	for (int i = 0; i < 100; i++)
+		add(n, "", 100, 1000);
+	assert_int_equal(perf_node_done(n), 111 + PERF_KEY_LAG);
+	/* Printing again, it rejoins at the leader's iteration. */
+	add(n, "rank3", 300, 3000);
+	assert_int_equal(perf_node_done(n), 111 + PERF_KEY_LAG);
+	expect_iter(n, 111 + PERF_KEY_LAG, 200, 2000);
+	add(n, "", 100, 1000);
+	assert_int_equal(perf_node_done(n), 111 + PERF_KEY_LAG);
+	add(n, "rank3", 100, 1000);
+	assert_int_equal(perf_node_done(n), 112 + PERF_KEY_LAG);
 	perf_node_free(n);
 }
 
 static void
-test_node_window_drop(void **state)
+test_node_merges(void **state)
 {
 	struct perf_node *n = perf_node_new(4);
+	struct perf_sum sum;
 
 	(void)state;
 	assert_non_null(n);
+	/* 10 iterations in 4 slots: 4 per slot, nothing dropped. */
 	for (int i = 1; i <= 10; i++)
 		add(n, "", i, 10 * i);
-	/* Nothing was forgotten: only the last 4 are held. */
 	assert_int_equal(perf_node_done(n), 10);
-	assert_int_equal(perf_node_dropped(n), 6);
-	for (int i = 1; i <= 6; i++)
-		expect_missing(n, (size_t)i);
-	for (int i = 7; i <= 10; i++)
-		expect_iter(n, (size_t)i, i, 10 * i);
+	assert_int_equal(perf_node_grain(n), 4);
+	assert_true(perf_node_sum(n, 1, 10, &sum));
+	assert_true(sum.lines == 10);
+	assert_true(sum.hw == 55);
+	assert_true(sum.e2e == 550);
+	/* On slot boundaries: exact. */
+	assert_true(perf_node_sum(n, 5, 8, &sum));
+	assert_true(sum.lines == 4 && sum.hw == 5 + 6 + 7 + 8);
+	/* Across them: each slot for its share. */
+	assert_true(perf_node_sum(n, 3, 6, &sum));
+	assert_true(sum.lines == 4);
+	assert_true(sum.hw == (1 + 2 + 3 + 4) / 2.0 + (5 + 6 + 7 + 8) / 2.0);
+	/* Forgetting frees slots: the grain stays, the ring moves on. */
 	perf_node_forget(n, 8);
-	expect_missing(n, 8);
-	expect_iter(n, 9, 9, 90);
-	add(n, "", 11, 110);
-	add(n, "", 12, 120);
-	assert_int_equal(perf_node_dropped(n), 6);
-	expect_iter(n, 12, 12, 120);
-	add(n, "", 13, 130);
-	assert_int_equal(perf_node_dropped(n), 7);
-	expect_missing(n, 9);
-	expect_iter(n, 13, 13, 130);
+	assert_false(perf_node_sum(n, 1, 8, &sum));
+	for (int i = 11; i <= 24; i++)
+		add(n, "", i, 10 * i);
+	assert_int_equal(perf_node_grain(n), 4);
+	assert_true(perf_node_sum(n, 9, 24, &sum));
+	assert_true(sum.lines == 16);
 	perf_node_free(n);
 }
 
@@ -202,12 +199,154 @@ test_node_forget(void **state)
 	assert_int_equal(perf_node_done(n), 10);
 	expect_missing(n, 9);
 	expect_iter(n, 10, 10, 100);
-	assert_int_equal(perf_node_dropped(n), 0);
+	assert_int_equal(perf_node_grain(n), 1);
 	perf_node_free(n);
 
 	errno = 0;
 	assert_null(perf_node_new(0));
 	assert_int_equal(errno, EINVAL);
+}
+
+static void
+test_node_restart(void **state)
+{
+	struct perf_node *n = perf_node_new(16);
+
+	(void)state;
+	assert_non_null(n);
+	for (int i = 1; i <= 5; i++)
+		add(n, "a", i, 10 * i);
+	/* A new attempt: new processes, iterations go on after 5, and
+	 * what was not reported yet stays. */
+	perf_node_restart(n);
+	assert_int_equal(perf_node_done(n), 5);
+	expect_iter(n, 4, 4, 40);
+	add(n, "b", 60, 600);
+	assert_int_equal(perf_node_done(n), 6);
+	expect_iter(n, 6, 60, 600);
+	perf_node_free(n);
+}
+
+static struct perf_header
+header(size_t min_done, int says, size_t max_done, double sum_done)
+{
+	return (struct perf_header){ .min_done = min_done, .says = says, .max_done = max_done,
+	                             .sum_done = sum_done, .max_grain = 1 };
+}
+
+static void
+test_node_lines_up(void **state)
+{
+	struct perf_node *n = perf_node_new(64);
+	struct perf_header h;
+
+	(void)state;
+	assert_non_null(n);
+	/* Late: the others are at 40 when this node prints its first line. */
+	h = header(40, 3, 41, 120);
+	perf_node_observe(n, &h);
+	assert_false(perf_node_says(n));
+	add(n, "", 5, 50);
+	assert_int_equal(perf_node_done(n), 41);
+	assert_true(perf_node_says(n));
+	perf_node_free(n);
+
+	/* Two lines per iteration where the others print one, three
+	 * reductions in a row: from then on two lines are one iteration,
+	 * counted from where the others are. */
+	n = perf_node_new(256);
+	assert_non_null(n);
+	for (int r = 1; r <= 3; r++) {
+		for (int i = 0; i < 80; i++)
+			add(n, "", 1, 10);
+		h = header(40 * (size_t)r, 3, 80 * (size_t)r, 80.0 * r + 2 * 40.0 * r);
+		perf_node_observe(n, &h);
+		if (r < 3)
+			assert_int_equal(perf_node_scale(n), 1);
+	}
+	assert_int_equal(perf_node_scale(n), 2);
+	assert_int_equal(perf_node_done(n), 120);
+	add(n, "", 1, 10);
+	assert_int_equal(perf_node_done(n), 120);
+	add(n, "", 3, 30);
+	assert_int_equal(perf_node_done(n), 121);
+	expect_iter(n, 121, 2, 20);
+	/* Noise is not a multiple: 1.5 times the others never scales. */
+	perf_node_free(n);
+	n = perf_node_new(256);
+	assert_non_null(n);
+	for (int r = 1; r <= 5; r++) {
+		for (int i = 0; i < 30; i++)
+			add(n, "", 1, 10);
+		h = header(20 * (size_t)r, 2, 30 * (size_t)r, 30.0 * r + 20.0 * r);
+		perf_node_observe(n, &h);
+	}
+	assert_int_equal(perf_node_scale(n), 1);
+	perf_node_free(n);
+
+	/* Silent: the count stands still for three reductions while the
+	 * others are far ahead; no say until it prints again, then it
+	 * rejoins where they are. */
+	n = perf_node_new(64);
+	assert_non_null(n);
+	add(n, "", 1, 10);
+	for (int r = 1; r <= 3; r++) {
+		h = header(1, 2, 1000, 1001);
+		perf_node_observe(n, &h);
+	}
+	assert_true(perf_node_says(n));
+	h = header(1, 2, 1000, 1001);
+	perf_node_observe(n, &h);
+	assert_false(perf_node_says(n));
+	h = header(1200, 1, 1200, 1200);
+	perf_node_observe(n, &h);
+	add(n, "", 1, 10);
+	assert_true(perf_node_says(n));
+	assert_int_equal(perf_node_done(n), 1201);
+	perf_node_free(n);
+}
+
+/* ---- the layout ----------------------------------------------------- */
+
+static void
+test_layout(void **state)
+{
+	struct perf_layout l;
+	struct perf_header h;
+	size_t ends[4];
+
+	(void)state;
+	perf_layout_init(&l, 4, 0);
+	perf_layout_ends(&l, ends);
+	assert_int_equal(ends[0], 1);
+	assert_int_equal(ends[3], 4);
+	/* The slowest node reached 10: everything up to it is one cut, and
+	 * the stride lets 3 slots reach 1.5 times as far again. */
+	h = header(10, 2, 12, 22);
+	perf_layout_next(&l, &h, 0);
+	assert_int_equal(l.stride, 16);
+	perf_layout_ends(&l, ends);
+	assert_int_equal(ends[0], 10);
+	assert_int_equal(ends[1], 16);
+	assert_int_equal(ends[2], 32);
+	assert_int_equal(ends[3], 48);
+	/* Slow again: the groups narrow, a quarter at a time. */
+	h = header(11, 2, 12, 23);
+	perf_layout_next(&l, &h, 10);
+	assert_int_equal(l.base, 10);
+	assert_int_equal(l.target, 11);
+	perf_layout_ends(&l, ends);
+	assert_int_equal(ends[0], 11);
+	assert_true(l.stride < 16);
+	for (int i = 0; i < 20; i++) {
+		h = header(12 + (size_t)i, 2, 12 + (size_t)i, 24.0 + 2 * i);
+		perf_layout_next(&l, &h, 11 + (size_t)i);
+	}
+	assert_int_equal(l.stride, 1);
+	/* Nobody has a say: the target stays at the base. */
+	h = header(0, 0, 0, 0);
+	perf_layout_next(&l, &h, 40);
+	assert_int_equal(l.target, 40);
 }
 
 /* ---- pack, combine, unpack ------------------------------------------- */
@@ -234,7 +373,9 @@ static const double node_slow[NODES] = { 1, 1, 1, 1.25 };
 
 struct nodes {
 	struct perf_node *n[NODES];
+	struct perf_layout l;
 	double buf[NODES][(W + 1) * PERF_FIELDS];
+	double e2e[NODES][W];
 };
 
 static void
@@ -260,12 +401,18 @@ nodes_setup(void **state)
 		if (!s->n[r])
 			return -1;
 	}
-	feed_node(s->n[0], 0, "0", 1, 5, -8);
-	feed_node(s->n[0], 0, "1", 1, 5, 8);
-	feed_node(s->n[1], 1, "a", 1, 5, 0);
-	feed_node(s->n[1], 1, "b", 1, 3, 0);
-	feed_node(s->n[2], 2, "", 1, 4, 0);
-	feed_node(s->n[3], 3, "7", 1, 5, 0);
+	/* as processes print: each iteration's lines close together */
+	for (size_t i = 1; i <= 5; i++) {
+		feed_node(s->n[0], 0, "0", i, i, -8);
+		feed_node(s->n[0], 0, "1", i, i, 8);
+		feed_node(s->n[1], 1, "a", i, i, 0);
+		if (i <= 3)
+			feed_node(s->n[1], 1, "b", i, i, 0);
+		if (i <= 4)
+			feed_node(s->n[2], 2, "", i, i, 0);
+		feed_node(s->n[3], 3, "7", i, i, 0);
+	}
+	perf_layout_init(&s->l, W, 0);
 	*state = s;
 	return 0;
 }
@@ -282,11 +429,11 @@ nodes_teardown(void **state)
 }
 
 static void
-pack_all(struct nodes *s, size_t base)
+pack_all(struct nodes *s)
 {
 	assert_int_equal(perf_buffer_len(W), sizeof(s->buf[0]) / sizeof(double));
 	for (int r = 0; r < NODES; r++)
-		perf_pack(s->n[r], base, W, r, s->buf[r]);
+		perf_pack(s->n[r], &s->l, s->l.base, r, s->buf[r], s->e2e[r]);
 }
 
 /* Combine as a reduction tree would, in two different shapes. */
@@ -316,6 +463,7 @@ expect_reduced(const struct perf_iter *it, size_t iter)
 	double e = base_e2e(iter);
 
 	assert_int_equal(it->iter, iter);
+	assert_int_equal(it->first, iter);
 	assert_int_equal(it->nodes, NODES);
 	assert_true(it->hw_min == 0.5 * e);
 	assert_true(it->hw_max == 0.875 * e);
@@ -337,18 +485,22 @@ static void
 test_pack_slots(void **state)
 {
 	struct nodes *s = *state;
-	const double *h, *slot;
+	struct perf_header h;
+	const double *slot;
 
-	pack_all(s, 0);
-	h = s->buf[1];
-	assert_true(h[PERF_COUNT] == 3);
-	assert_true(s->buf[0][PERF_COUNT] == 5);
-	assert_true(s->buf[2][PERF_COUNT] == 4);
+	pack_all(s);
+	perf_header_read(s->buf[1], &h);
+	assert_int_equal(h.min_done, 3);
+	assert_int_equal(h.says, 1);
+	assert_int_equal(h.max_grain, 1);
+	perf_header_read(s->buf[0], &h);
+	assert_int_equal(h.min_done, 5);
 	/* Rank 3's iteration 2: its own values as count 1 and every
-	 * extreme, with its rank. */
+	 * extreme, with its rank; its e2e for the gather. */
 	slot = s->buf[3] + 2 * PERF_FIELDS;
 	assert_true(slot[PERF_COUNT] == 1);
 	assert_true(slot[PERF_E2E_SUM] == 1.25 * base_e2e(2));
+	assert_true(s->e2e[3][1] == 1.25 * base_e2e(2));
 	assert_true(slot[PERF_E2E_MIN] == slot[PERF_E2E_SUM]);
 	assert_true(slot[PERF_E2E_MAX] == slot[PERF_E2E_SUM]);
 	assert_true(slot[PERF_HW_MIN] == 0.625 * 1.25 * base_e2e(2));
@@ -359,6 +511,7 @@ test_pack_slots(void **state)
 	 * slot, as is everything past iteration 5 everywhere. */
 	for (size_t k = 4; k <= W; k++) {
 		slot = s->buf[1] + k * PERF_FIELDS;
+		assert_true(isnan(s->e2e[1][k - 1]));
 		assert_true(slot[PERF_COUNT] == 0);
 		assert_true(slot[PERF_HW_SUM] == 0);
 		assert_true(slot[PERF_E2E_MIN] == HUGE_VAL);
@@ -376,86 +529,128 @@ test_reduce_four_nodes(void **state)
 	struct nodes *s = *state;
 	double seq[(W + 1) * PERF_FIELDS], tree[(W + 1) * PERF_FIELDS];
 	struct perf_iter out[W];
+	struct perf_header h;
 	size_t nb = 99, n = 99;
 
-	pack_all(s, 0);
+	pack_all(s);
 	reduce_sequential(s, seq);
 	reduce_tree(s, tree);
 	assert_memory_equal(seq, tree, sizeof(seq));
-	assert_true(seq[PERF_COUNT] == 3);
+	perf_header_read(seq, &h);
+	assert_int_equal(h.min_done, 3);
+	assert_int_equal(h.max_done, 5);
+	assert_int_equal(h.says, 4);
+	assert_true(h.sum_done == 5 + 3 + 4 + 5);
 	/* Iteration 4: ranks 0, 2, 3 have it; 5: ranks 0 and 3. */
 	assert_true(seq[4 * PERF_FIELDS + PERF_COUNT] == 3);
 	assert_true(seq[5 * PERF_FIELDS + PERF_COUNT] == 2);
 	assert_true(seq[6 * PERF_FIELDS + PERF_COUNT] == 0);
 
-	perf_unpack(seq, 0, W, NODES, &nb, out, &n);
+	perf_unpack(seq, &s->l, &nb, out, &n);
 	assert_int_equal(nb, 3);
 	assert_int_equal(n, 3);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		expect_reduced(&out[i], i + 1);
+		assert_int_equal(out[i].slot, i);
+	}
 
 	/* The next cycle: everyone forgets through the new base; rank 1's
 	 * "b" catches up on 4, rank 2 reaches 5. */
-	for (int r = 0; r < NODES; r++)
+	for (int r = 0; r < NODES; r++) {
 		perf_node_forget(s->n[r], nb);
+		perf_node_observe(s->n[r], &h);
+	}
+	perf_layout_next(&s->l, &h, nb);
 	feed_node(s->n[1], 1, "b", 4, 4, 0);
 	feed_node(s->n[2], 2, "", 5, 5, 0);
-	pack_all(s, nb);
+	pack_all(s);
 	/* The slot of the old base's next iteration is now slot 1. */
 	assert_true(s->buf[0][PERF_FIELDS + PERF_COUNT] == 1);
 	reduce_tree(s, tree);
-	perf_unpack(tree, 3, W, NODES, &nb, out, &n);
+	perf_unpack(tree, &s->l, &nb, out, &n);
 	assert_int_equal(nb, 4);
 	assert_int_equal(n, 1);
 	expect_reduced(&out[0], 4);
 }
 
 static void
-test_unpack_bounds(void **state)
+test_reduce_fast(void **state)
 {
+	enum { SLOTS = 8, PER = 1000 };
 	struct perf_node *n[2];
-	double a[(W + 1) * PERF_FIELDS], b[(W + 1) * PERF_FIELDS];
-	struct perf_iter out[W];
-	size_t nb = 0, cnt = 0;
+	double a[(SLOTS + 1) * PERF_FIELDS], b[(SLOTS + 1) * PERF_FIELDS];
+	struct perf_iter out[SLOTS];
+	struct perf_layout l;
+	struct perf_header h;
+	size_t nb = 0, cnt, seen = 0, widest = 0;
 
 	(void)state;
+	/* Two nodes print PER iterations between reductions, far more than
+	 * 8 slots: each reduction catches up, with groups as wide as it
+	 * takes, and every iteration is reported once, in order. */
 	for (int r = 0; r < 2; r++) {
-		n[r] = perf_node_new(W);
+		n[r] = perf_node_new(64);
 		assert_non_null(n[r]);
 	}
-	/* Both far ahead of the window: the base moves by W at most. */
-	for (int i = 1; i <= 10; i++) {
-		add(n[0], "", i, 2 * i);
-		add(n[1], "", 3 * i, 4 * i);
+	perf_layout_init(&l, SLOTS, 0);
+	for (int round = 1; round <= 20; round++) {
+		for (int i = 0; i < PER; i++) {
+			add(n[0], "", 1, 2);
+			add(n[1], "", 3, 4);
+		}
+		perf_pack(n[0], &l, l.base, 0, a, NULL);
+		perf_pack(n[1], &l, l.base, 1, b, NULL);
+		perf_combine(a, b, perf_buffer_len(SLOTS));
+		perf_unpack(b, &l, &nb, out, &cnt);
+		for (size_t k = 0; k < cnt; k++) {
+			assert_int_equal(out[k].first, seen + 1);
+			seen = out[k].iter;
+			if (out[k].iter - out[k].first + 1 > widest)
+				widest = out[k].iter - out[k].first + 1;
+			assert_true(out[k].e2e_mean == 3);
+			assert_true(out[k].hw_mean == 2);
+			assert_int_equal(out[k].e2e_max_rank, 1);
+		}
+		perf_header_read(b, &h);
+		for (int r = 0; r < 2; r++) {
+			perf_node_forget(n[r], nb);
+			perf_node_observe(n[r], &h);
+		}
+		/* Caught up from the second round on, but for the group that
+		 * straddles where the nodes are. */
+		if (round >= 2)
+			assert_true(nb > (size_t)round * PER - l.stride && nb <= (size_t)round * PER);
+		perf_layout_next(&l, &h, nb);
 	}
-	perf_pack(n[0], 0, W, 0, a);
-	perf_pack(n[1], 0, W, 1, b);
-	perf_combine(a, b, perf_buffer_len(W));
-	perf_unpack(b, 0, W, 2, &nb, out, &cnt);
-	/* The ring kept 5..10 only: 1..4 were dropped everywhere and pass
-	 * over, 5 and 6 are reported. */
-	assert_int_equal(nb, W);
-	assert_int_equal(cnt, 2);
-	assert_int_equal(out[0].iter, 5);
-	assert_int_equal(out[1].iter, 6);
-	assert_true(out[1].hw_mean == (6.0 + 18) / 2);
-	assert_true(out[1].e2e_mean == (12.0 + 24) / 2);
-	assert_int_equal(out[1].e2e_max_rank, 1);
-	assert_int_equal(out[1].r_max_rank, 1);
-	assert_true(out[1].r_max == 0.75);
-	assert_int_equal(out[1].r_min_rank, 0);
-	assert_true(out[1].r_min == 0.5);
-
-	/* Nothing done anywhere: the base stays. */
-	perf_node_free(n[0]);
-	n[0] = perf_node_new(W);
-	assert_non_null(n[0]);
-	perf_pack(n[0], 0, W, 0, a);
-	perf_pack(n[1], 0, W, 1, b);
-	perf_combine(a, b, perf_buffer_len(W));
-	perf_unpack(b, 0, W, 2, &nb, out, &cnt);
-	assert_int_equal(nb, 0);
-	assert_int_equal(cnt, 0);
+	/* Two more reductions, nothing new: the rest, to the iteration. */
+	for (int round = 0; round < 2; round++) {
+		perf_pack(n[0], &l, l.base, 0, a, NULL);
+		perf_pack(n[1], &l, l.base, 1, b, NULL);
+		perf_combine(a, b, perf_buffer_len(SLOTS));
+		perf_unpack(b, &l, &nb, out, &cnt);
+		for (size_t k = 0; k < cnt; k++) {
+			assert_int_equal(out[k].first, seen + 1);
+			seen = out[k].iter;
+		}
+		perf_header_read(b, &h);
+		perf_layout_next(&l, &h, nb);
+	}
+	assert_int_equal(seen, 20 * PER);
+	assert_true(widest >= PER / SLOTS && widest <= PER);
+	/* Slow again: back to one iteration per group. */
+	for (int round = 0; round < 30; round++) {
+		add(n[0], "", 1, 2);
+		add(n[1], "", 3, 4);
+		perf_pack(n[0], &l, l.base, 0, a, NULL);
+		perf_pack(n[1], &l, l.base, 1, b, NULL);
+		perf_combine(a, b, perf_buffer_len(SLOTS));
+		perf_unpack(b, &l, &nb, out, &cnt);
+		perf_header_read(b, &h);
+		perf_layout_next(&l, &h, nb);
+	}
+	assert_int_equal(l.stride, 1);
+	assert_int_equal(cnt, 1);
+	assert_int_equal(out[0].first, out[0].iter);
 	for (int r = 0; r < 2; r++)
 		perf_node_free(n[r]);
 }
@@ -466,18 +661,20 @@ test_no_training(void **state)
 	struct nodes *s = *state;
 	double seq[(W + 1) * PERF_FIELDS];
 	struct perf_iter out[W];
+	struct perf_header h;
 	size_t nb = 99, n = 99;
 
 	/* Rank 1 has no training: it packs nothing and has no say in how
 	 * far everyone is; the three others complete 1..4 together. */
-	pack_all(s, 0);
-	perf_pack(NULL, 0, W, 1, s->buf[1]);
+	pack_all(s);
+	perf_pack(NULL, &s->l, 0, 1, s->buf[1], NULL);
 	assert_true(s->buf[1][PERF_COUNT] == HUGE_VAL);
 	assert_true(s->buf[1][PERF_FIELDS + PERF_COUNT] == 0);
 	assert_true(s->buf[1][PERF_FIELDS + PERF_E2E_MIN_RANK] == -1);
 	reduce_sequential(s, seq);
-	assert_int_equal(perf_contributors(seq), 3);
-	perf_unpack(seq, 0, W, perf_contributors(seq), &nb, out, &n);
+	perf_header_read(seq, &h);
+	assert_int_equal(h.says, 3);
+	perf_unpack(seq, &s->l, &nb, out, &n);
 	assert_int_equal(nb, 4);
 	assert_int_equal(n, 4);
 	for (size_t i = 0; i < n; i++) {
@@ -492,12 +689,16 @@ test_no_training(void **state)
 		assert_int_equal(out[i].r_max_rank, 2);
 	}
 
-	/* Nobody has a training: nothing is reported and the base stays. */
+	/* Nobody has a training: nothing is reported and the base stays;
+	 * the bases agree on the furthest (after a restart). */
+	perf_layout_init(&s->l, W, 2);
 	for (int r = 0; r < NODES; r++)
-		perf_pack(NULL, 2, W, r, s->buf[r]);
+		perf_pack(NULL, &s->l, 2 + (size_t)r, r, s->buf[r], NULL);
 	reduce_tree(s, seq);
-	assert_int_equal(perf_contributors(seq), 0);
-	perf_unpack(seq, 2, W, perf_contributors(seq), &nb, out, &n);
+	perf_header_read(seq, &h);
+	assert_int_equal(h.says, 0);
+	assert_int_equal(h.max_base, 5);
+	perf_unpack(seq, &s->l, &nb, out, &n);
 	assert_int_equal(nb, 2);
 	assert_int_equal(n, 0);
 }
@@ -508,11 +709,20 @@ test_no_training(void **state)
 static void
 random_buffer(double *buf, size_t w, int rank)
 {
-	for (size_t f = 0; f < PERF_FIELDS; f++)
-		buf[f] = 0;
-	buf[PERF_COUNT] = rand() % 50;
-	buf[PERF_HW_SUM] = rand() % 2;
-	buf[PERF_E2E_MIN_RANK] = -2;
+	struct perf_node *n = perf_node_new(4);
+	struct perf_layout l;
+
+	perf_layout_init(&l, w, 0);
+	assert_non_null(n);
+	if (rand() % 2)
+		add(n, "", 1, 2);
+	/* the header as a node makes it, with random values */
+	perf_pack(rand() % 3 ? n : NULL, &l, (size_t)(rand() % 50), rank, buf, NULL);
+	buf[0] = buf[0] == HUGE_VAL ? HUGE_VAL : rand() % 50;
+	buf[2] = rand() % 50;
+	buf[4] = 1 << (rand() % 4);
+	buf[6] = (rand() % 8) * 0.125;
+	perf_node_free(n);
 	for (size_t k = 1; k <= w; k++) {
 		double *s = buf + k * PERF_FIELDS;
 		double hw = (rand() % 8) * 0.125 + 512, e2e = (rand() % 8) * 0.125 + 1024;
@@ -545,7 +755,9 @@ test_combine_laws(void **state)
 	(void)state;
 	srand(20261121);
 	for (int round = 0; round < 200; round++) {
-		int perm[NB];
+		struct perf_header hx, hb;
+		int perm[NB], says = 0;
+		size_t min_done = SIZE_MAX, max_base = 0;
 
 		for (int b = 0; b < NB; b++) {
 			random_buffer(in[b], RW, b);
@@ -589,17 +801,23 @@ test_combine_laws(void **state)
 			             LEN - 3 * PERF_FIELDS);
 		}
 		assert_memory_equal(x, y, sizeof(x));
-		/* The header is the minimum and the contributors' sum, and a
-		 * slot's ranks its extremes'. */
-		{
-			double contributors = 0;
-
-			for (int b = 0; b < NB; b++) {
-				assert_true(x[PERF_COUNT] <= in[b][PERF_COUNT]);
-				contributors += in[b][PERF_HW_SUM];
-			}
-			assert_int_equal(perf_contributors(x), (int)contributors);
+		/* The header: the fewest done and the furthest base over the
+		 * nodes, the nodes with a say summed; a slot's ranks its
+		 * extremes'. */
+		perf_header_read(x, &hx);
+		for (int b = 0; b < NB; b++) {
+			perf_header_read(in[b], &hb);
+			says += hb.says;
+			if (hb.says && hb.min_done < min_done)
+				min_done = hb.min_done;
+			if (hb.max_base > max_base)
+				max_base = hb.max_base;
+			assert_true(hx.max_grain >= hb.max_grain);
 		}
+		assert_int_equal(hx.says, says);
+		if (says)
+			assert_int_equal(hx.min_done, min_done);
+		assert_int_equal(hx.max_base, max_base);
 		for (int k = 1; k <= RW; k++) {
 			const double *s = x + k * PERF_FIELDS;
 			double cnt = 0;
@@ -634,7 +852,7 @@ static const char *const names[NODES] = { "n0", "n1", "n2", "n3" };
 static struct perf_iter
 ratio_iter(size_t iter, double r_min, int min_rank, double r_max, int max_rank)
 {
-	return (struct perf_iter){ .iter = iter, .nodes = NODES,
+	return (struct perf_iter){ .first = iter, .iter = iter, .nodes = NODES,
 	                           .r_min = r_min, .r_min_rank = min_rank,
 	                           .r_max = r_max, .r_max_rank = max_rank,
 	                           .r_mean = (r_min + r_max) / 2 };
@@ -674,6 +892,34 @@ test_policy_above(void **state)
 	assert_int_equal(nf, 2);
 	assert_int_equal(fired_at[0], 3);
 	assert_int_equal(fired_at[1], 9);
+	perf_policy_free(p);
+}
+
+static void
+test_policy_groups(void **state)
+{
+	struct perf_policy_opts o = { .threshold = 0.85, .window = 5 };
+	struct perf_policy *p = perf_policy_new(&o, NODES);
+	struct perf_alert a[2];
+	struct perf_iter it;
+
+	(void)state;
+	assert_non_null(p);
+	/* A group of 4 iterations counts 4 towards the window of 5. */
+	it = ratio_iter(4, 0.1, 0, 0.9, 2);
+	it.first = 1;
+	assert_int_equal(perf_policy_feed(p, &it, NULL, names, a, 2), 0);
+	it = ratio_iter(8, 0.1, 0, 0.9, 2);
+	it.first = 5;
+	assert_int_equal(perf_policy_feed(p, &it, NULL, names, a, 2), 1);
+	assert_int_equal(a[0].iter, 8);
+	/* One group wider than the window is enough by itself. */
+	it = ratio_iter(9, 0.1, 0, 0.5, 2);
+	assert_int_equal(perf_policy_feed(p, &it, NULL, names, a, 2), 0);
+	it = ratio_iter(72, 0.1, 0, 0.9, 1);
+	it.first = 10;
+	assert_int_equal(perf_policy_feed(p, &it, NULL, names, a, 2), 1);
+	assert_int_equal(a[0].rank, 1);
 	perf_policy_free(p);
 }
 
@@ -746,7 +992,8 @@ static size_t
 feed_e2e(struct perf_policy *p, size_t iter, const double *e2e, int nranks,
          struct perf_alert *a, size_t max)
 {
-	struct perf_iter it = { .iter = iter, .nodes = nranks, .r_max = 0.1, .r_min = 0.1 };
+	struct perf_iter it = { .first = iter, .iter = iter, .nodes = nranks,
+	                        .r_max = 0.1, .r_min = 0.1 };
 
 	return perf_policy_feed(p, &it, e2e, names, a, max);
 }
@@ -775,7 +1022,8 @@ test_policy_straggler(void **state)
 	assert_int_equal(a[0].iter, 6);
 	assert_true(fabs(a[0].value - (3812.25 / 3315 - 1) * 100) < 1e-9);
 	assert_string_equal(a[0].message,
-	                    "n3 e2e 3812 ms is 15% above the median 3315 ms for 3 iterations");
+	                    "n3 e2e 3812 ms is 15% above the median 3315 ms of the other nodes "
+	                    "for 3 iterations");
 	/* Once, until it clears. */
 	assert_int_equal(feed_e2e(p, ++iter, slow, NODES, a, 4), 0);
 	/* Unknown per-node times: no verdict either way. */
@@ -784,11 +1032,32 @@ test_policy_straggler(void **state)
 }
 
 static void
+test_policy_two_nodes(void **state)
+{
+	struct perf_policy_opts o = { .window = 2, .straggler_pct = 20 };
+	struct perf_policy *p = perf_policy_new(&o, 2);
+	/* With two nodes the median of both is their mean: a node 3 times
+	 * slower is only 50% above it.  Against the other node, it is
+	 * named; the faster one never is. */
+	double e2e[2] = { 100, 300 };
+	struct perf_alert a[2];
+
+	(void)state;
+	assert_non_null(p);
+	assert_int_equal(feed_e2e(p, 1, e2e, 2, a, 2), 0);
+	assert_int_equal(feed_e2e(p, 2, e2e, 2, a, 2), 1);
+	assert_int_equal(a[0].rank, 1);
+	assert_true(a[0].value == 200);
+	assert_string_equal(a[0].message, "n1 e2e 300 ms is 200% above n0's 100 ms for 2 iterations");
+	perf_policy_free(p);
+}
+
+static void
 test_policy_median(void **state)
 {
 	struct perf_policy_opts o = { .window = 1, .straggler_pct = 50 };
 	struct perf_policy *p = perf_policy_new(&o, NODES);
-	/* Even count: the median is the mean of 200 and 300. */
+	/* n0 against the others' 100, 300, 200: their median 200. */
 	double even[NODES] = { 400, 100, 300, 200 };
 	double odd[3] = { 400, 100, 200 };
 	double tie[NODES] = { 100, 100, 100, 149 };
@@ -798,23 +1067,32 @@ test_policy_median(void **state)
 	assert_non_null(p);
 	assert_int_equal(feed_e2e(p, 1, even, NODES, a, 4), 1);
 	assert_int_equal(a[0].rank, 0);
-	assert_true(fabs(a[0].value - 60) < 1e-9);
+	assert_true(fabs(a[0].value - 100) < 1e-9);
 	assert_string_equal(a[0].message,
-	                    "n0 e2e 400 ms is 60% above the median 250 ms for 1 iterations");
+	                    "n0 e2e 400 ms is 100% above the median 200 ms of the other nodes "
+	                    "for 1 iterations");
 	/* Below the limit: cleared. */
 	assert_int_equal(feed_e2e(p, 2, tie, NODES, a, 4), 0);
 	perf_policy_free(p);
 
-	/* Odd count: the middle value. */
+	/* Odd count: n0 against 100 and 200, their mean 150. */
 	p = perf_policy_new(&o, 3);
 	assert_non_null(p);
 	assert_int_equal(feed_e2e(p, 1, odd, 3, a, 4), 1);
 	assert_int_equal(a[0].rank, 0);
 	assert_string_equal(a[0].message,
-	                    "n0 e2e 400 ms is 100% above the median 200 ms for 1 iterations");
-	/* A value that is not finite says nothing. */
+	                    "n0 e2e 400 ms is 167% above the median 150 ms of the other nodes "
+	                    "for 1 iterations");
+	/* A node without a value is left out, not the comparison: n0
+	 * against n2 alone. */
 	odd[1] = NAN;
 	assert_int_equal(feed_e2e(p, 2, odd, 3, a, 4), 0);
+	odd[0] = 200;
+	assert_int_equal(feed_e2e(p, 3, odd, 3, a, 4), 0);
+	odd[0] = 401;
+	odd[2] = 100;
+	assert_int_equal(feed_e2e(p, 4, odd, 3, a, 4), 1);
+	assert_string_equal(a[0].message, "n0 e2e 401 ms is 301% above n2's 100 ms for 1 iterations");
 	perf_policy_free(p);
 
 	/* Off at 0 %. */
@@ -843,26 +1121,117 @@ test_policy_invalid(void **state)
 	perf_policy_free(NULL);
 }
 
+/* ---- the medians' sketch ---------------------------------------------- */
+
+static int
+cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The sketch's median against the exact one, for N values from GEN. */
+static void
+expect_median(double (*gen)(int), int n)
+{
+	struct perf_sketch s = { 0 };
+	double *v = malloc((size_t)n * sizeof(*v)), exact, got;
+
+	assert_non_null(v);
+	for (int i = 0; i < n; i++) {
+		v[i] = gen(i);
+		perf_sketch_add(&s, v[i], 1);
+	}
+	qsort(v, (size_t)n, sizeof(*v), cmp_d);
+	exact = v[(n - 1) / 2];
+	got = perf_sketch_median(&s);
+	assert_true(fabs(got / exact - 1) <= PERF_SKETCH_ALPHA);
+	free(v);
+}
+
+static double
+steady(int i)
+{
+	return 3317.79 + (i % 17) * 3.1;
+}
+
+static double
+drifting(int i)
+{
+	/* slows down by a factor of 40 over the job */
+	return 100 * (1 + 39.0 * i / 20000);
+}
+
+static double
+spiky(int i)
+{
+	/* checkpoints: one iteration in 10 takes 50 times as long; a tiny
+	 * first one */
+	return i == 0 ? 0.001 : i % 10 == 0 ? 5000 : 100 + (i % 7);
+}
+
+static double
+rising(int i)
+{
+	return 1 + i;
+}
+
+static void
+test_sketch(void **state)
+{
+	struct perf_sketch s = { 0 };
+
+	(void)state;
+	assert_true(isnan(perf_sketch_median(&s)));
+	expect_median(steady, 10000);
+	expect_median(drifting, 20000);
+	expect_median(spiky, 5000);
+	expect_median(rising, 100);
+	/* Weighted: a group of 1000 iterations at 10 ms outweighs 999 at 1 s. */
+	for (int i = 0; i < 999; i++)
+		perf_sketch_add(&s, 1000, 1);
+	perf_sketch_add(&s, 10, 1000);
+	assert_true(fabs(perf_sketch_median(&s) / 10 - 1) <= PERF_SKETCH_ALPHA);
+	/* Nothing that is not a time counts. */
+	perf_sketch_add(&s, NAN, 5000);
+	perf_sketch_add(&s, -1, 5000);
+	perf_sketch_add(&s, 0, 5000);
+	assert_int_equal(s.n, 1999);
+	/* Very long jobs: the counts halve, the median stays. */
+	for (int i = 0; i < 3000; i++)
+		perf_sketch_add(&s, 10, UINT32_C(1) << 20);
+	assert_true(s.n <= (UINT64_C(1) << 31));
+	assert_true(fabs(perf_sketch_median(&s) / 10 - 1) <= PERF_SKETCH_ALPHA);
+	assert_true(sizeof(s) <= 540);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_node_one_key),
 		cmocka_unit_test(test_node_three_keys),
-		cmocka_unit_test(test_node_arrival_order),
-		cmocka_unit_test(test_node_window_drop),
+		cmocka_unit_test(test_node_stray_key),
+		cmocka_unit_test(test_node_merges),
 		cmocka_unit_test(test_node_forget),
+		cmocka_unit_test(test_node_restart),
+		cmocka_unit_test(test_node_lines_up),
+		cmocka_unit_test(test_layout),
 		cmocka_unit_test_setup_teardown(test_pack_slots, nodes_setup, nodes_teardown),
 		cmocka_unit_test_setup_teardown(test_reduce_four_nodes, nodes_setup, nodes_teardown),
-		cmocka_unit_test(test_unpack_bounds),
+		cmocka_unit_test(test_reduce_fast),
 		cmocka_unit_test_setup_teardown(test_no_training, nodes_setup, nodes_teardown),
 		cmocka_unit_test(test_combine_laws),
 		cmocka_unit_test(test_policy_above),
+		cmocka_unit_test(test_policy_groups),
 		cmocka_unit_test(test_policy_below),
 		cmocka_unit_test(test_policy_window_one_and_room),
 		cmocka_unit_test(test_policy_straggler),
+		cmocka_unit_test(test_policy_two_nodes),
 		cmocka_unit_test(test_policy_median),
 		cmocka_unit_test(test_policy_invalid),
+		cmocka_unit_test(test_sketch),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
