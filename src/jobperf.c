@@ -355,6 +355,7 @@ take_groups(struct jobperf *jp, const struct perf_iter *its, size_t n, size_t ol
             double now)
 {
 	const double *g = peer_reduce_gathered(jp->red);
+	int rows = g ? peer_size(jp->p) : 0;
 	size_t covered = 0;
 
 	for (size_t k = 0; k < n; k++) {
@@ -364,7 +365,7 @@ take_groups(struct jobperf *jp, const struct perf_iter *its, size_t n, size_t ol
 			if (jp->virt && jp->virt[r])
 				jp->ne[r] = jp->vgather[r][slot];
 			else
-				jp->ne[r] = g ? g[(size_t)r * PERF_SLOTS + slot] : NAN;
+				jp->ne[r] = r < rows ? g[(size_t)r * PERF_SLOTS + slot] : NAN;
 		}
 		iteration(jp, &its[k], jp->ne, now);
 		covered += its[k].iter - its[k].first + 1;

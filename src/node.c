@@ -1152,6 +1152,12 @@ node_members(const struct node *n, const int **members)
 	return n->nmembers;
 }
 
+int
+node_member_slots(const struct node *n, int i)
+{
+	return n->mnodes && i >= 0 && i < n->nmembers ? n->mnodes[i].slots : 1;
+}
+
 void
 node_quiet(struct node *n)
 {

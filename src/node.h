@@ -106,6 +106,12 @@ const char *node_host(const struct node *n, int rank);
 int node_members(const struct node *n, const int **members);
 
 /*
+ * The slots of the current attempt's member I (1 on a CPU node): the
+ * processes an inner mpirun (Horovod mode) places on it, -map-by slot.
+ */
+int node_member_slots(const struct node *n, int i);
+
+/*
  * The job is over for this node (FINAL came): no more heartbeats or
  * inspections.  Whatever is left of the training is killed.
  */
