@@ -57,40 +57,81 @@ emit(struct linebuf *lb, const char *line, size_t len, bool truncated,
 	fn(line, len, truncated, arg);
 }
 
+/* One step of the general case: P[0..LEN) after a partial line or a cut
+ * one.  Returns the bytes used. */
+static size_t
+feed_one(struct linebuf *lb, const char *data, size_t len, linebuf_line_fn *fn, void *arg)
+{
+	const char *nl = memchr(data, '\n', len);
+	size_t n = nl ? (size_t)(nl - data) : len;  /* bytes before '\n' */
+	size_t used = nl ? n + 1 : n;
+
+	if (lb->skipping) {
+		/* The cut line was counted when it was handed out. */
+		lb->skipping = !nl;
+	} else if (n > lb->cap - lb->len) {
+		/* Handed out as soon as it overflows, newline or not, so
+		 * nothing beyond the cap is ever held. */
+		memcpy(lb->buf + lb->len, data, lb->cap - lb->len);
+		lb->len = 0;
+		lb->skipping = !nl;
+		emit(lb, lb->buf, lb->cap, true, fn, arg);
+	} else if (nl) {
+		memcpy(lb->buf + lb->len, data, n);
+		n += lb->len;
+		lb->len = 0;
+		emit(lb, lb->buf, n, false, fn, arg);
+	} else {
+		memcpy(lb->buf + lb->len, data, n);
+		lb->len += n;
+	}
+	return used;
+}
+
+size_t
+linebuf_cap(const struct linebuf *lb)
+{
+	return lb->cap;
+}
+
+size_t
+linebuf_resume(struct linebuf *lb, const char *data, size_t len, linebuf_line_fn *fn, void *arg)
+{
+	size_t used = 0;
+
+	while (used < len && (lb->len > 0 || lb->skipping))
+		used += feed_one(lb, data + used, len - used, fn, arg);
+	return used;
+}
+
+void
+linebuf_keep(struct linebuf *lb, const char *rest, size_t len, size_t lines, size_t cut,
+             linebuf_line_fn *fn, void *arg)
+{
+	lb->lines += lines;
+	lb->truncated += cut;
+	/* no newline left: kept, or handed out cut */
+	while (len > 0) {
+		size_t used = feed_one(lb, rest, len, fn, arg);
+
+		rest += used;
+		len -= used;
+	}
+}
+
+static bool
+every_line(const char *line, size_t len)
+{
+	(void)line;
+	(void)len;
+	return true;
+}
+
 void
 linebuf_feed(struct linebuf *lb, const char *data, size_t len,
              linebuf_line_fn *fn, void *arg)
 {
-	while (len > 0) {
-		const char *nl = memchr(data, '\n', len);
-		size_t n = nl ? (size_t)(nl - data) : len;  /* bytes before '\n' */
-		size_t used = nl ? n + 1 : n;
-
-		if (lb->skipping) {
-			/* The cut line was counted when it was handed out. */
-			lb->skipping = !nl;
-		} else if (n > lb->cap - lb->len) {
-			/* Handed out as soon as it overflows, newline or not, so
-			 * nothing beyond the cap is ever held. */
-			memcpy(lb->buf + lb->len, data, lb->cap - lb->len);
-			lb->len = 0;
-			lb->skipping = !nl;
-			emit(lb, lb->buf, lb->cap, true, fn, arg);
-		} else if (nl && lb->len == 0) {
-			/* A whole line in the caller's bytes: no copy. */
-			emit(lb, data, n, false, fn, arg);
-		} else if (nl) {
-			memcpy(lb->buf + lb->len, data, n);
-			n += lb->len;
-			lb->len = 0;
-			emit(lb, lb->buf, n, false, fn, arg);
-		} else {
-			memcpy(lb->buf + lb->len, data, n);
-			lb->len += n;
-		}
-		data += used;
-		len -= used;
-	}
+	linebuf_feed_if(lb, data, len, every_line, fn, arg);
 }
 
 void

@@ -51,7 +51,8 @@ static const char head[] = "this iteration hardware time is ";
 static const char middle[] = " and e2e time is ";
 #define HEAD_LEN (sizeof(head) - 1)
 #define MIDDLE_LEN (sizeof(middle) - 1)
-#define TAIL_LEN 3       /* " ms" */
+_Static_assert(PROGRESS_SHORTEST == sizeof(head) - 1 + 1 + sizeof(middle) - 1 + 1 + 3,
+               "progress.h's shortest timing line is the fixed texts around two digits");
 
 static uint64_t
 load64(const char *p)
@@ -130,13 +131,14 @@ digit_span(const char *p, const char *end)
 
 /*
  * Digits eight at a time (the SWAR method from Lemire's "Faster integer
- * parsing"): a timing carries 10 to 20 digits, and a digit-by-digit loop
- * is a chain of dependent multiplications.  The bytes are assembled in
- * little-endian order whatever the host's, so the arithmetic holds
- * everywhere (compilers turn it into one load where the host is
+ * parsing", with the run's length found in the same word): a timing
+ * carries 10 to 20 digits in runs of 3 to 9, and a digit-by-digit loop is
+ * a chain of dependent multiplications and branches.  The bytes are
+ * assembled in little-endian order whatever the host's, so the arithmetic
+ * holds everywhere (compilers turn it into one load where the host is
  * little-endian).
  */
-static uint64_t
+static inline uint64_t
 load_le64(const char *p)
 {
 	const unsigned char *u = (const unsigned char *)p;
@@ -146,23 +148,45 @@ load_le64(const char *p)
 	       (uint64_t)u[6] << 48 | (uint64_t)u[7] << 56;
 }
 
-/* The 8 bytes in V are all '0'..'9'? */
-static bool
-eight_are_digits(uint64_t v)
-{
-	return ((v & 0xf0f0f0f0f0f0f0f0u) |
-	        (((v + 0x0606060606060606u) & 0xf0f0f0f0f0f0f0f0u) >> 4)) ==
-	       0x3333333333333333u;
-}
+static const uint64_t pow10_u64[] = {
+	1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
+};
 
-/* The value of the 8 digits in V. */
-static uint64_t
-eight_value(uint64_t v)
+/*
+ * How many of the bytes at P (up to 8, none at or past END) are digits
+ * in a row, and their value into *VALUE.  The 8 bytes before P must be
+ * readable: a number is always read after the fixed text.
+ */
+static inline unsigned
+leading_digits(const char *p, const char *end, uint64_t *value)
 {
-	v -= 0x3030303030303030u;
-	v = (v * 10 + (v >> 8)) & 0x00ff00ff00ff00ffu;
-	v = (v * 100 + (v >> 16)) & 0x0000ffff0000ffffu;
-	return (v * 10000 + (v >> 32)) & 0xffffffffu;
+	uint64_t v, x, nondigit;
+	unsigned n;
+
+	*value = 0;
+	if (p >= end)
+		return 0;
+	if (end - p >= 8)
+		v = load_le64(p);
+	else
+		/* near the end: the 8 bytes before it, shifted down; the NUL
+		 * bytes shifted in are no digits (one load: bytes copied to
+		 * a buffer and loaded as a word would wait on the stores) */
+		v = load_le64(end - 8) >> (8 * (8 - (end - p)));
+	x = v ^ 0x3030303030303030u;  /* a digit's byte becomes its value, 0..9 */
+	/* A byte >= 10 is no digit: its high bit is set by itself or by
+	 * adding 0x76.  A carry out of a byte only reaches later bytes, past
+	 * the first non-digit, whose verdict does not matter. */
+	nondigit = (x | (x + 0x7676767676767676u)) & 0x8080808080808080u;
+	n = nondigit ? (unsigned)__builtin_ctzll(nondigit) / 8 : 8;
+	if (n == 0)
+		return 0;
+	/* the N digits to the top bytes, leading zeros below them */
+	x <<= 8 * (8 - n);
+	x = (x * 10 + (x >> 8)) & 0x00ff00ff00ff00ffu;
+	x = (x * 100 + (x >> 16)) & 0x0000ffff0000ffffu;
+	*value = (x * 10000 + (x >> 32)) & 0xffffffffu;
+	return n;
 }
 
 /*
@@ -175,17 +199,20 @@ take_digits(const char *p, const char *end, uint64_t *mant, size_t *room)
 {
 	uint64_t m = *mant, v;
 	size_t r = *room;
+	unsigned n;
 
-	while (r >= 8 && end - p >= 8 && eight_are_digits(v = load_le64(p))) {
-		m = m * 100000000u + eight_value(v);
-		p += 8;
-		r -= 8;
-	}
-	for (; p < end && is_digit(*p); p++) {
-		if (r > 0) {
-			m = m * 10 + (uint64_t)(*p - '0');
-			r--;
+	while (p < end && (n = leading_digits(p, end, &v)) > 0) {
+		if (n <= r) {
+			m = m * pow10_u64[n] + v;
+			r -= n;
+		} else if (r > 0) {
+			/* only R more are significant: the others move the point */
+			m = m * pow10_u64[r] + v / pow10_u64[n - r];
+			r = 0;
 		}
+		p += n;
+		if (n < 8)
+			break;
 	}
 	*mant = m;
 	*room = r;
@@ -229,10 +256,11 @@ scale(uint64_t mant, long exp10)
  * A decimal number at *PP: DIGITS [. DIGITS] [(e|E) [+|-] DIGITS], or
  * .DIGITS with the same exponent.  No sign, no hexadecimal, no "inf" or
  * "nan".  Advances *PP past it; false when there is none, or when its
- * value is too large for a double.
+ * value is too large for a double.  The 8 bytes before *PP are readable
+ * (leading_digits()).
  */
-static bool
-parse_number(const char **pp, const char *end, double *out)
+static bool __attribute__((noinline))
+parse_number_any(const char **pp, const char *end, double *out)
 {
 	/*
 	 * Significant digits kept: 19 fit in 64 bits and are more than a
@@ -291,6 +319,36 @@ parse_number(const char **pp, const char *end, double *out)
 			return false;
 	}
 	*pp = p;
+	return true;
+}
+
+/*
+ * parse_number_any(), with a short way for what trainings print: up to
+ * 15 digits in all, no exponent (the value is then one correctly rounded
+ * division of exact operands, as the long way computes it too).
+ */
+static inline bool
+parse_number(const char **pp, const char *end, double *out)
+{
+	const char *q = *pp;
+	uint64_t mant = 0, v;
+	unsigned ni, nf = 0, n;
+
+	ni = leading_digits(q, end, &mant);
+	q += ni;
+	if (ni < 8 && q < end && *q == '.') {
+		q++;
+		do {
+			n = leading_digits(q, end, &v);
+			mant = mant * pow10_u64[n] + v;
+			nf += n;
+			q += n;
+		} while (n == 8 && nf < 16);
+	}
+	if (ni >= 8 || ni + nf > 15 || ni + nf == 0 || (q < end && (*q == 'e' || *q == 'E')))
+		return parse_number_any(pp, end, out);
+	*out = (double)mant / pow10_exact[nf];
+	*pp = q;
 	return true;
 }
 
@@ -499,6 +557,8 @@ parse_before_ms(const char *line, const char *ms, struct progress_line *out)
 	struct progress_line l;
 	const char *text, *back;
 
+	/* NUL to the end, so that keys compare as whole arrays */
+	memset(l.key, 0, sizeof(l.key));
 	text = set_key(line, ms, l.key);
 	if (!parse_times(text, ms, &l)) {
 		back = text_before(line, ms);
@@ -512,19 +572,7 @@ parse_before_ms(const char *line, const char *ms, struct progress_line *out)
 bool
 progress_parse(const char *line, size_t len, struct progress_line *out)
 {
-	/* The shortest timing line: the texts around two one-digit numbers */
-	const size_t shortest = HEAD_LEN + 1 + MIDDLE_LEN + 1 + TAIL_LEN;
-	const char *end = line + len;
+	const char *ms = progress_tail(line, len);
 
-	if (len < shortest)
-		return false;
-	/* " ms", then an optional '.', then blanks or '\r' (CRLF output) */
-	while (end > line && (end[-1] == ' ' || end[-1] == '\r' || end[-1] == '\t'))
-		end--;
-	/* Without a branch: whether a line ends in '.' is no guess for a predictor. */
-	end -= end > line && end[-1] == '.';
-	if ((size_t)(end - line) < shortest ||
-	    ((end[-3] ^ ' ') | (end[-2] ^ 'm') | (end[-1] ^ 's')) != 0)
-		return false;
-	return parse_before_ms(line, end - TAIL_LEN, out);
+	return ms && parse_before_ms(line, ms, out);
 }

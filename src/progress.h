@@ -14,21 +14,68 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct progress_line {
 	double hw_ms;         /* hardware time, ms (finite, >= 0) */
 	double e2e_ms;        /* end-to-end time, ms (finite, > 0) */
 	char key[32];         /* the local process the line came from: the launcher's
 	                       * prefix without decoration ("default3", "1,3", "n1:0"),
-	                       * or "" when the line has none */
+	                       * or "" when the line has none; NUL to the end */
 };
 
 /*
  * Parse LINE[0..LEN) (no newline; may hold any bytes, including NUL and
  * invalid UTF-8).  Returns true and fills *OUT for a timing line, false
  * for anything else.  Cheap on lines that are not timing lines (the common
- * case): it looks for the fixed text before doing anything else.
+ * case): it looks at the end of the line before doing anything else.
  */
 bool progress_parse(const char *line, size_t len, struct progress_line *out);
+
+/* The shortest timing line: the fixed texts around two one-digit numbers. */
+#define PROGRESS_SHORTEST (sizeof("this iteration hardware time is 1 and e2e time is 1 ms") - 1)
+
+/*
+ * Where " ms" starts in LINE[0..LEN) when the line ends like a timing line
+ * (" ms", then an optional '.', then blanks or '\r'), else NULL: a few
+ * instructions, inline, so that a caller scanning every line of a
+ * training's output hands progress_parse() only the few that may be
+ * timing lines (one in 20 in a realistic log, fewer in most).
+ */
+static inline const char *
+progress_tail(const char *line, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)line + len;
+	const char *end = line + len;
+	uint32_t last4;
+
+	if (len < PROGRESS_SHORTEST)
+		return NULL;
+	/*
+	 * Most lines stop here, on one branch that is almost never taken
+	 * (a branch taken at random for one line in ten would cost more
+	 * than the test): the last four bytes are " ms." or end in " ms",
+	 * or the last one is a blank or control byte.
+	 */
+	last4 = (uint32_t)u[-4] | (uint32_t)u[-3] << 8 | (uint32_t)u[-2] << 16 |
+	        (uint32_t)u[-1] << 24;
+	if (((last4 == 0x2e736d20u) | ((last4 >> 8) == 0x736d20u) | (u[-1] <= ' ')) == 0)
+		return NULL;
+	while (end > line && (end[-1] == ' ' || end[-1] == '\r' || end[-1] == '\t'))
+		end--;
+	/* Without a branch: whether a line ends in '.' is no guess for a predictor. */
+	end -= end > line && end[-1] == '.';
+	if ((size_t)(end - line) < PROGRESS_SHORTEST ||
+	    ((end[-3] ^ ' ') | (end[-2] ^ 'm') | (end[-1] ^ 's')) != 0)
+		return NULL;
+	return end - 3;
+}
+
+/* Whether LINE[0..LEN) ends like a timing line (for linebuf_feed_if()). */
+static inline bool
+progress_maybe(const char *line, size_t len)
+{
+	return progress_tail(line, len) != NULL;
+}
 
 #endif

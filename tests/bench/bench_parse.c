@@ -1,7 +1,13 @@
 /*
  * bench_parse.c - throughput of the timing-line parser, as a ratio to
  * splitting the same bytes into lines with memchr() alone (the least the
- * agent does with a training's output), measured in the same run.
+ * agent does with a training's output), measured in the same run; and of
+ * the agent's whole path for a training's stdout, as node.c runs it: the
+ * bytes in reads of 64 KiB through linebuf_feed_if() with the inline tail
+ * test (progress_maybe(): lines that cannot be timing lines end there),
+ * the others through progress_parse() and into the node's iterations
+ * (perf_node_add(), forgotten as reductions would), against memchr()
+ * splitting of the same reads.
  *
  * The input is generated in memory: about BENCH_MB (default 200) MB of
  * what a training prints -- logger lines behind torchrun's prefix, NCCL
@@ -10,6 +16,9 @@
  * is the median of REPS (default 5) runs, the two interleaved.
  *
  * Output: parse: <MB/s> vs memchr split <MB/s>: ratio X (goal >= 0.9)
+ *         agent path: <MB/s> vs memchr split <MB/s>: ratio X (goal >= 0.9)
+ * BENCH_ONLY=split|splitreads|parse|path runs that pass alone, once (for
+ * callgrind: tests/bench/bench_cg.sh).
  * Exit status: 0, or 1 when the parser missed or invented a timing line.
  */
 #include "autoconf.h"
@@ -20,6 +29,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "linebuf.h"
+#include "perf.h"
 #include "progress.h"
 
 struct text {
@@ -192,6 +203,79 @@ split_parse(const struct text *t)
 	return s;
 }
 
+/* ---- the agent's path, as node.c's stdout takes it --------------------- */
+
+#define READ_SIZE 65536   /* a pipe's capacity: what one read() gets at most */
+#define SCAN_LINE_MAX 4096
+
+struct path {
+	struct tally s;
+	struct perf_node *node;
+};
+
+/* node.c's out_line() with its checkpoint test off, and run.c's
+ * line_to_perf(), jobperf_line() behind it */
+static void
+path_line(const char *line, size_t len, bool truncated, void *arg)
+{
+	struct path *pa = arg;
+	struct progress_line l;
+
+	(void)truncated;
+	if (!progress_tail(line, len))
+		return;
+	if (progress_parse(line, len, &l)) {
+		perf_node_add(pa->node, &l);
+		pa->s.timing++;
+		pa->s.e2e += l.e2e_ms;
+	}
+}
+
+static struct tally
+agent_path(const struct text *t)
+{
+	struct linebuf *lb = linebuf_new(SCAN_LINE_MAX);
+	struct path pa = { .node = perf_node_new(1024) };
+
+	if (!lb || !pa.node) {
+		fprintf(stderr, "bench_parse: out of memory\n");
+		exit(2);
+	}
+	for (size_t off = 0; off < t->len; off += READ_SIZE) {
+		size_t n = t->len - off < READ_SIZE ? t->len - off : READ_SIZE;
+
+		linebuf_feed_if(lb, t->buf + off, n, progress_maybe, path_line, &pa);
+		/* a reduction now and then: what is reported is forgotten */
+		if ((off / READ_SIZE) % 64 == 0)
+			perf_node_forget(pa.node, perf_node_done(pa.node));
+	}
+	pa.s.lines = linebuf_lines(lb);
+	linebuf_free(lb);
+	perf_node_free(pa.node);
+	return pa.s;
+}
+
+/* memchr() splitting of the same reads: a partial line at the end of a
+ * read is carried into the next one by its length alone. */
+static struct tally
+split_reads(const struct text *t)
+{
+	struct tally s = { 0 };
+
+	for (size_t off = 0; off < t->len; off += READ_SIZE) {
+		size_t n = t->len - off < READ_SIZE ? t->len - off : READ_SIZE;
+		const char *p = t->buf + off, *end = p + n, *nl;
+
+		while (p < end && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+			s.lines++;
+			s.bytes += (size_t)(nl - p);
+			p = nl + 1;
+		}
+		s.bytes += (size_t)(end - p);
+	}
+	return s;
+}
+
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -230,11 +314,28 @@ main(void)
 	enum { MAX_REPS = 101 };
 	long mb = env_long("BENCH_MB", 200, 1, 16384);
 	int reps = (int)env_long("REPS", 5, 1, MAX_REPS);
-	double ts[MAX_REPS], tp[MAX_REPS], t0, split_mbs, parse_mbs;
+	double ts[MAX_REPS], tp[MAX_REPS], tr[MAX_REPS], tq[MAX_REPS], t0, split_mbs, parse_mbs;
+	const char *only = getenv("BENCH_ONLY");
 	struct text t = { 0 };
-	struct tally a, b = { 0 };
+	struct tally a, b = { 0 }, c = { 0 };
 
 	generate(&t, (size_t)mb * 1000000);
+	if (only && *only) {
+		/* one pass alone, for an instruction count */
+		if (strcmp(only, "split") == 0)
+			a = split_only(&t);
+		else if (strcmp(only, "splitreads") == 0)
+			a = split_reads(&t);
+		else if (strcmp(only, "parse") == 0)
+			a = split_parse(&t);
+		else if (strcmp(only, "path") == 0)
+			a = agent_path(&t);
+		else
+			return 2;
+		printf("%s: %zu lines, %zu timing\n", only, a.lines, a.timing);
+		free(t.buf);
+		return 0;
+	}
 	/* Touch every page once before timing anything. */
 	a = split_only(&t);
 	for (int i = 0; i < reps; i++) {
@@ -244,10 +345,17 @@ main(void)
 		t0 = now_s();
 		b = split_parse(&t);
 		tp[i] = now_s() - t0;
+		t0 = now_s();
+		(void)split_reads(&t);
+		tr[i] = now_s() - t0;
+		t0 = now_s();
+		c = agent_path(&t);
+		tq[i] = now_s() - t0;
 	}
-	if (b.timing != t.timing || a.lines != b.lines) {
-		fprintf(stderr, "bench_parse: %zu timing lines found, %zu written\n",
-		        b.timing, t.timing);
+	if (b.timing != t.timing || a.lines != b.lines || c.timing != t.timing ||
+	    c.lines != a.lines) {
+		fprintf(stderr, "bench_parse: %zu and %zu timing lines found, %zu written\n",
+		        b.timing, c.timing, t.timing);
 		free(t.buf);
 		return 1;
 	}
@@ -256,6 +364,10 @@ main(void)
 	printf("# %zu MB, %zu lines, %zu timing lines (mean e2e %.1f ms), median of %d\n",
 	       t.len / 1000000, a.lines, b.timing, b.e2e / (double)b.timing, reps);
 	printf("parse: %.0f MB/s vs memchr split %.0f MB/s: ratio %.2f (goal >= 0.9)\n",
+	       parse_mbs, split_mbs, parse_mbs / split_mbs);
+	split_mbs = (double)t.len / median(tr, reps) / 1e6;
+	parse_mbs = (double)t.len / median(tq, reps) / 1e6;
+	printf("agent path: %.0f MB/s vs memchr split %.0f MB/s: ratio %.2f (goal >= 0.9)\n",
 	       parse_mbs, split_mbs, parse_mbs / split_mbs);
 	free(t.buf);
 	return 0;

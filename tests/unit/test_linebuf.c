@@ -392,6 +392,118 @@ test_huge_line(void **state)
 	linebuf_free(lb);
 }
 
+/* ---- linebuf_feed_if() ------------------------------------------------ */
+
+/* The lines a caller wants: those that start with 'a'. */
+static bool
+starts_with_a(const char *line, size_t len)
+{
+	return len > 0 && line[0] == 'a';
+}
+
+static bool
+same_line(const struct line *a, const struct line *b)
+{
+	return a->len == b->len && a->truncated == b->truncated &&
+	       (a->len == 0 || memcmp(a->data, b->data, a->len) == 0);
+}
+
+/*
+ * GOT is WANT with some lines left out, in order, and none of those left
+ * out was wanted or cut: a line may be handed out although not wanted
+ * (completed across feeds), never the other way round.
+ */
+static void
+assert_filtered(const struct lines *got, const struct lines *want)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < got->n; i++, j++) {
+		while (j < want->n && !same_line(&got->v[i], &want->v[j])) {
+			assert_false(want->v[j].truncated);
+			assert_false(starts_with_a(want->v[j].data, want->v[j].len));
+			j++;
+		}
+		assert_true(j < want->n);
+	}
+	for (; j < want->n; j++) {
+		assert_false(want->v[j].truncated);
+		assert_false(starts_with_a(want->v[j].data, want->v[j].len));
+	}
+}
+
+/* Every chunk size: lines wanted or cut are handed out, and every line is counted. */
+static void
+check_filtered_splits(const char *text, size_t len, size_t cap)
+{
+	struct lines want = { 0 };
+
+	reference_split(text, len, cap, &want);
+	for (size_t k = 1; k <= len + 1; k++) {
+		struct lines got = { 0 };
+		struct linebuf *lb = linebuf_new(cap);
+
+		assert_non_null(lb);
+		for (size_t at = 0; at < len; at += k)
+			linebuf_feed_if(lb, text + at, len - at < k ? len - at : k, starts_with_a,
+			                on_line, &got);
+		linebuf_flush(lb, on_line, &got);
+		assert_filtered(&got, &want);
+		assert_int_equal(linebuf_lines(lb), want.n);
+		assert_int_equal(linebuf_truncated(lb), count_truncated(&want));
+		linebuf_free(lb);
+		lines_clear(&got);
+		free(got.v);
+	}
+	lines_clear(&want);
+	free(want.v);
+}
+
+static void
+test_feed_if_splits(void **state)
+{
+	static const struct {
+		const char *text;
+		size_t len;
+	} texts[] = {
+		{ TEXT("alpha\nbeta\n\n\nagamma\nb") },
+		{ TEXT("a\nb\na\nb\nabcdefghijklmnopqrstuvwxyz\nbcdefghijklmnopqrstuvwxyz\nax") },
+		{ TEXT("\n\n\na") },
+		{ TEXT("a\0b\n\xff\xfe\r\na\0\0\0\0\0\0\0\0\n\x80") },
+	};
+	static const size_t caps[] = { 1, 3, 8, 64 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+		for (size_t j = 0; j < sizeof(caps) / sizeof(caps[0]); j++)
+			check_filtered_splits(texts[i].text, texts[i].len, caps[j]);
+}
+
+/* Whole lines in one feed: exactly the wanted ones and the cut ones. */
+static void
+test_feed_if_whole(void **state)
+{
+	struct lines *ls = *state;
+	struct linebuf *lb = linebuf_new(8);
+
+	assert_non_null(lb);
+	linebuf_feed_if(lb, TEXT("apple\nbanana\nartichoke-long\nbeetroot-long\n\nand\nbe"),
+	                starts_with_a, on_line, ls);
+	assert_int_equal(ls->n, 4);
+	ASSERT_LINE(ls, 0, "apple", false);
+	ASSERT_LINE(ls, 1, "artichok", true);
+	ASSERT_LINE(ls, 2, "beetroot", true);
+	ASSERT_LINE(ls, 3, "and", false);
+	assert_int_equal(linebuf_lines(lb), 6);
+	assert_int_equal(linebuf_truncated(lb), 2);
+	/* the partial "be", completed by the next feed, is handed out */
+	linebuf_feed_if(lb, TEXT("et\nbx\n"), starts_with_a, on_line, ls);
+	assert_int_equal(ls->n, 5);
+	ASSERT_LINE(ls, 4, "beet", false);
+	assert_int_equal(linebuf_lines(lb), 8);
+	linebuf_free(lb);
+}
+
 static void
 test_new_rejects_zero_cap(void **state)
 {
@@ -417,6 +529,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_crlf_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_binary_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_huge_line, setup, teardown),
+		cmocka_unit_test(test_feed_if_splits),
+		cmocka_unit_test_setup_teardown(test_feed_if_whole, setup, teardown),
 		cmocka_unit_test(test_new_rejects_zero_cap),
 	};
 

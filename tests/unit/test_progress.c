@@ -340,6 +340,49 @@ test_e2e_zero(void **state)
 	assert_rejected(TEXT "1 and e2e time is 1e-400 ms.");
 }
 
+/* progress_tail(): where " ms" starts when the line ends like a timing line. */
+static void
+assert_tail(const char *line, long at)
+{
+	const char *ms = progress_tail(line, strlen(line));
+
+	if (at < 0) {
+		if (ms)
+			fail_msg("\"%s\": tail at %ld, expected none", line, (long)(ms - line));
+		return;
+	}
+	if (ms != line + at)
+		fail_msg("\"%s\": tail at %ld, expected %ld", line, ms ? (long)(ms - line) : -1L, at);
+	assert_true(progress_maybe(line, strlen(line)));
+}
+
+static void
+test_tail(void **state)
+{
+	static const char t[] = TEXT "1 and e2e time is 1";  /* the shortest, before " ms" */
+	long n = (long)sizeof(t) - 1;
+
+	(void)state;
+	assert_int_equal(n + 3, PROGRESS_SHORTEST);
+	assert_tail(TEXT "1 and e2e time is 1 ms", n);
+	assert_tail(TEXT "1 and e2e time is 1 ms.", n);
+	assert_tail(TEXT "1 and e2e time is 1 ms\r", n);
+	assert_tail(TEXT "1 and e2e time is 1 ms. \t\r", n);
+	assert_tail(TEXT "1 and e2e time is 1 ms   ", n);
+	/* anything else after " ms", or no blank before it */
+	assert_tail(TEXT "1 and e2e time is 1 msx", -1);
+	assert_tail(TEXT "1 and e2e time is 1 ms..", -1);
+	assert_tail(TEXT "1 and e2e time is 1ms.", -1);
+	assert_tail(TEXT "1 and e2e time is 1 mS", -1);
+	assert_tail(TEXT "1 and e2e time is 1 ms.x", -1);
+	/* too short to be a timing line, whatever its end */
+	assert_tail("1 ms", -1);
+	assert_tail(TEXT "1 and e2e time 1 ms", -1);
+	assert_tail("", -1);
+	/* only the end is looked at: a line that is no timing line may pass */
+	assert_tail("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx ms", 53);
+}
+
 static void
 test_garbage(void **state)
 {
@@ -452,6 +495,7 @@ main(void)
 		cmocka_unit_test(test_wrong_words),
 		cmocka_unit_test(test_bad_numbers),
 		cmocka_unit_test(test_e2e_zero),
+		cmocka_unit_test(test_tail),
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_cut_line),
 		cmocka_unit_test(test_nul_inside),
