@@ -80,11 +80,13 @@ struct perf_node {
 	size_t nkeys, capkeys, last;   /* LAST: the key that printed last */
 	size_t lead;           /* the furthest iteration any key reached */
 	size_t start;          /* a first key starts after this iteration */
+	unsigned carry;        /* lines of iteration start+1 the first key has seen */
 	uint64_t lines;
 	unsigned scale;        /* lines per iteration */
 
-	size_t cap;            /* slots in the ring */
+	size_t cap;            /* slots in the ring, a power of two */
 	size_t grain;          /* iterations per slot, a power of two */
+	unsigned shift;        /* log2(grain): no division per line */
 	size_t forgot;         /* iterations <= forgot are forgotten */
 	struct perf_slot *ring;  /* slot q (iterations q*grain+1 ..) at ring[q % cap] */
 
@@ -102,10 +104,13 @@ perf_node_new(size_t slots)
 {
 	struct perf_node *n;
 
-	if (slots == 0 || slots > SIZE_MAX / sizeof(struct perf_slot) / 2) {
+	if (slots == 0 || slots > SIZE_MAX / sizeof(struct perf_slot) / 4) {
 		errno = EINVAL;
 		return NULL;
 	}
+	/* a power of two, so that a slot's place is a mask away */
+	while (slots & (slots - 1))
+		slots += slots & -slots;
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return NULL;
@@ -150,23 +155,32 @@ new_key(struct perf_node *n, const char *name)
 	memcpy(k->name, name, strnlen(name, sizeof(k->name)));
 	/* It joins the iteration the node is at: the first process of all
 	 * after where the node (or, starting late, everyone) is. */
-	if (n->nkeys == 1)
+	if (n->nkeys == 1 && n->carry > 0 && n->start >= n->forgot) {
+		/* part of the next iteration printed before the count changed */
+		k->iter = n->start + 1;
+		k->phase = n->carry;
+	} else if (n->nkeys == 1)
 		k->iter = (n->start > n->forgot ? n->start : n->forgot);
 	else
 		k->iter = n->lead > 0 ? n->lead - 1 : 0;
 	return k;
 }
 
+/* Keys are NUL to the end of their array (progress.h): whole arrays compare. */
+static bool
+same_key(const char *a, const char *b)
+{
+	return memcmp(a, b, sizeof(((struct perf_key *)0)->name)) == 0;
+}
+
 static struct perf_key *
 find_key(struct perf_node *n, const char *name)
 {
-	size_t len = sizeof(n->keys[0].name);
-
 	/* Lines mostly come from the key of the line before, or the next one. */
-	if (n->last < n->nkeys && strncmp(n->keys[n->last].name, name, len) == 0)
+	if (n->last < n->nkeys && same_key(n->keys[n->last].name, name))
 		return &n->keys[n->last];
 	for (size_t i = 0; i < n->nkeys; i++) {
-		if (strncmp(n->keys[i].name, name, len) == 0) {
+		if (same_key(n->keys[i].name, name)) {
 			n->last = i;
 			return &n->keys[i];
 		}
@@ -180,7 +194,7 @@ find_key(struct perf_node *n, const char *name)
 static size_t
 first_slot(const struct perf_node *n)
 {
-	return n->forgot / n->grain;
+	return n->forgot >> n->shift;
 }
 
 /* Twice as many iterations per slot: neighbouring slots merge. */
@@ -195,6 +209,7 @@ coarsen(struct perf_node *n)
 	memcpy(old, n->ring, n->cap * sizeof(*old));
 	memset(n->ring, 0, n->cap * sizeof(*n->ring));
 	n->grain *= 2;
+	n->shift++;
 	for (size_t q = lo; q < lo + n->cap; q++) {
 		const struct perf_slot *s = &old[q % n->cap];
 		struct perf_slot *d = &n->ring[(q / 2) % n->cap];
@@ -233,20 +248,21 @@ perf_node_add(struct perf_node *n, const struct progress_line *l)
 	}
 	if (k->phase == 0)
 		k->iter++;
-	k->phase = (k->phase + 1) % n->scale;
+	if (++k->phase == n->scale)  /* no division per line */
+		k->phase = 0;
 	if (k->iter > n->lead)
 		n->lead = k->iter;
 	/* A line for an iteration reported already (a process far behind):
 	 * nothing to add to. */
 	if (k->iter <= n->forgot)
 		return;
-	q = (k->iter - 1) / n->grain;
+	q = (k->iter - 1) >> n->shift;
 	while (q >= first_slot(n) + n->cap) {
 		if (coarsen(n) < 0)
 			return;
-		q = (k->iter - 1) / n->grain;
+		q = (k->iter - 1) >> n->shift;
 	}
-	s = &n->ring[q % n->cap];
+	s = &n->ring[q & (n->cap - 1)];
 	s->hw += l->hw_ms;
 	s->e2e += l->e2e_ms;
 	s->lines += 1;
@@ -345,6 +361,7 @@ perf_node_restart(struct perf_node *n)
 	n->lead = done;
 	n->nkeys = 0;
 	n->last = 0;
+	n->carry = 0;
 }
 
 /* A whole multiple >= 2 of the others' count, within the tolerance? */
@@ -387,15 +404,19 @@ perf_node_observe(struct perf_node *n, const struct perf_header *h)
 		n->scale_run = 0;
 	n->scale_seen = p;
 	if (n->scale_run >= SCALE_REDUCTIONS) {
-		/* From now on P lines are one iteration, counted from where
-		 * the others are; what was kept under the old count is not
+		/* From now on P lines are one iteration, and so were the
+		 * lines so far; what was kept under the old count is not
 		 * comparable and goes. */
-		size_t at = (size_t)((h->sum_done - (double)done) / others);
+		size_t at = done / p;
+		unsigned carry = (unsigned)(done % p) * n->scale;
 
 		n->scale *= p;
 		n->scale_run = 0;
 		perf_node_restart(n);
 		n->start = n->lead = at > n->forgot ? at : n->forgot;
+		/* an odd line out at the change belongs to the next
+		 * iteration, or every later one would end a line late */
+		n->carry = at >= n->forgot ? carry : 0;
 		memset(n->ring, 0, n->cap * sizeof(*n->ring));
 	}
 }

@@ -47,7 +47,7 @@ struct perf_sum {
 
 /*
  * SLOTS: how many groups of iterations beyond the last one reported the
- * node holds (> 0).  A node that runs further ahead than that merges
+ * node holds (> 0; rounded up to a power of two).  A node that runs further ahead than that merges
  * neighbouring iterations (perf_node_grain() doubles) instead of dropping
  * any.  NULL with errno on failure.
  */

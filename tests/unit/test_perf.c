@@ -271,6 +271,26 @@ test_node_lines_up(void **state)
 	add(n, "", 3, 30);
 	assert_int_equal(perf_node_done(n), 121);
 	expect_iter(n, 121, 2, 20);
+	perf_node_free(n);
+
+	/* An odd count at the change: the line out belongs to the next
+	 * iteration, which its second line completes. */
+	n = perf_node_new(256);
+	assert_non_null(n);
+	for (int r = 1; r <= 3; r++) {
+		for (int i = 0; i < (r == 3 ? 81 : 80); i++)
+			add(n, "", 1, 10);
+		h = header(40 * (size_t)r, 3, 80 * (size_t)r, 80.0 * r + 2 * 40.0 * r);
+		perf_node_observe(n, &h);
+	}
+	assert_int_equal(perf_node_scale(n), 2);
+	assert_int_equal(perf_node_done(n), 120);
+	add(n, "", 1, 10);
+	assert_int_equal(perf_node_done(n), 121);
+	add(n, "", 1, 10);
+	assert_int_equal(perf_node_done(n), 121);
+	add(n, "", 1, 10);
+	assert_int_equal(perf_node_done(n), 122);
 	/* Noise is not a multiple: 1.5 times the others never scales. */
 	perf_node_free(n);
 	n = perf_node_new(256);
