@@ -29,6 +29,7 @@
 #include "node.h"
 #include "output.h"
 #include "prep.h"
+#include "progress.h"
 #include "sig.h"
 #include "vhealth.h"
 #include "wlog.h"
@@ -37,6 +38,7 @@ extern char **environ;
 
 #define TAIL_LINES 20            /* stderr lines kept for the report */
 #define TAIL_LINE_MAX 512
+#define TAIL_BYTES (TAIL_LINES * TAIL_LINE_MAX)  /* stderr kept for its last lines */
 #define READ_CHUNK (128u << 10)  /* as cat reads; larger reads made the
                                   * producer wait longer on the pipe lock */
 #define READS_PER_TURN 4         /* reads per wakeup before others get a turn */
@@ -78,8 +80,8 @@ struct node {
 	/* the training's output, for the whole job */
 	struct output *out, *err;
 	struct linebuf *errlines, *outlines;
-	char *tail[TAIL_LINES];
-	int ntail, tailnext;
+	char tail[TAIL_BYTES];    /* the last bytes of stderr, a ring */
+	unsigned long long tailed;/* bytes of stderr in this attempt */
 	bool said_lost;
 	bool hidden;              /* --output coordinator: this attempt's stdout goes to the log */
 	struct wlog *wlog;        /* ... that log (wlog.h), opened on first use */
@@ -137,10 +139,56 @@ judge_checkpoint(struct node *n, bool exited)
 		LOG_WARN("checkpoint not confirmed: %s", n->confirm_why);
 }
 
+/*
+ * The last lines of stderr (up to TAIL_LINES, each cut to TAIL_LINE_MAX
+ * bytes) into LINES, from the ring of its last bytes; returns how many.
+ */
+static int
+tail_lines(const struct node *n, char lines[TAIL_LINES][TAIL_LINE_MAX + 1])
+{
+	static char flat[TAIL_BYTES];
+	size_t len = n->tailed < TAIL_BYTES ? (size_t)n->tailed : TAIL_BYTES;
+	size_t at = (size_t)(n->tailed % TAIL_BYTES), end, start;
+	int count = 0, first;
+
+	/* in order: the oldest byte is at AT once the ring is full */
+	if (n->tailed > TAIL_BYTES) {
+		memcpy(flat, n->tail + at, TAIL_BYTES - at);
+		memcpy(flat + (TAIL_BYTES - at), n->tail, at);
+	} else {
+		memcpy(flat, n->tail, len);
+	}
+	end = len > 0 && flat[len - 1] == '\n' ? len - 1 : len;
+	while (count < TAIL_LINES && len > 0) {
+		const char *nl = end > 0 ? memrchr(flat, '\n', end) : NULL;
+
+		start = nl ? (size_t)(nl - flat) + 1 : 0;
+		/* a line the ring holds only the end of is left out */
+		if (!nl && n->tailed > TAIL_BYTES)
+			break;
+		snprintf(lines[count++], TAIL_LINE_MAX + 1, "%.*s",
+		         (int)(end - start < TAIL_LINE_MAX ? end - start : TAIL_LINE_MAX),
+		         flat + start);
+		if (!nl)
+			break;
+		end = start - 1;
+	}
+	/* oldest first */
+	for (first = 0; first < count / 2; first++) {
+		char t[TAIL_LINE_MAX + 1];
+
+		memcpy(t, lines[first], sizeof(t));
+		memcpy(lines[first], lines[count - 1 - first], sizeof(t));
+		memcpy(lines[count - 1 - first], t, sizeof(t));
+	}
+	return count;
+}
+
 /* How this attempt's training ended (or that this node ran none), once. */
 static void
 send_result(struct node *n, bool idle)
 {
+	static char lines[TAIL_LINES][TAIL_LINE_MAX + 1];
 	struct msg m = { .kind = MSG_RESULT };
 	struct msg_result *r = &m.u.result;
 	const char *tail[TAIL_LINES];
@@ -170,30 +218,31 @@ send_result(struct node *n, bool idle)
 		r->ckpt_confirmed = n->confirmed;
 		r->ckpt_why = n->confirm_why;
 	}
-	for (int i = 0; i < n->ntail; i++)
-		tail[i] = n->tail[(n->tailnext - n->ntail + i + TAIL_LINES) % TAIL_LINES];
+	r->ntail = tail_lines(n, lines);
+	for (int i = 0; i < r->ntail; i++)
+		tail[i] = lines[i];
 	r->tail = tail;
-	r->ntail = n->ntail;
 	send_msg(n, &m);
 }
 
 /* ---- the training's output ------------------------------------------------------- */
 
+/* Every byte of stderr passes here: its last TAIL_BYTES kept, for the report. */
 static void
-tail_line(struct node *n, const char *line, size_t len)
+tail_bytes(struct node *n, const char *buf, size_t len)
 {
-	char *copy;
+	size_t at, first;
 
-	if (len > TAIL_LINE_MAX)
-		len = TAIL_LINE_MAX;
-	copy = strndup(line, len);
-	if (!copy)
-		return;
-	free(n->tail[n->tailnext]);
-	n->tail[n->tailnext] = copy;
-	n->tailnext = (n->tailnext + 1) % TAIL_LINES;
-	if (n->ntail < TAIL_LINES)
-		n->ntail++;
+	if (len > TAIL_BYTES) {
+		buf += len - TAIL_BYTES;
+		n->tailed += len - TAIL_BYTES;
+		len = TAIL_BYTES;
+	}
+	at = (size_t)(n->tailed % TAIL_BYTES);
+	first = len < TAIL_BYTES - at ? len : TAIL_BYTES - at;
+	memcpy(n->tail + at, buf, first);
+	memcpy(n->tail, buf + first, len - first);
+	n->tailed += len;
 }
 
 static void
@@ -204,15 +253,26 @@ out_line(const char *line, size_t len, bool truncated, void *arg)
 	(void)truncated;
 	if (n->ckpt_sent && !n->verdict_given)
 		(void)ckpt_confirm_line(n->confirm, line, len);
-	if (n->ops.line)
+	/* Only the lines that end like a timing line go on: the test is
+	 * inline, and most lines stop here (the scan keeps pace with the
+	 * output). */
+	if (n->ops.line && progress_tail(line, len))
 		n->ops.line(n->ops.arg, line, len);
 }
 
+/*
+ * A copy of what the training wrote, line by line: only the lines that
+ * may be timing lines are handed out (the others cost about what finding
+ * their newline does), every line while a checkpoint's evidence may be
+ * in any of them.
+ */
 static void
-err_line(const char *line, size_t len, bool truncated, void *arg)
+scan(struct node *n, struct linebuf *lb, const char *buf, size_t len)
 {
-	tail_line(arg, line, len);
-	out_line(line, len, truncated, arg);
+	if (n->ckpt_sent && !n->verdict_given)
+		linebuf_feed(lb, buf, len, out_line, n);
+	else
+		linebuf_feed_if(lb, buf, len, progress_maybe, out_line, n);
 }
 
 static void maybe_done(struct node *n);
@@ -245,7 +305,7 @@ close_child_fd(struct node *n, int fd)
 	child_close_fd(n->child, fd);
 	if (fd == n->cerr) {
 		n->cerr = -1;
-		linebuf_flush(n->errlines, err_line, n);
+		linebuf_flush(n->errlines, out_line, n);
 	}
 	if (fd == n->cout) {
 		n->cout = -1;
@@ -331,15 +391,18 @@ on_child_fd(struct loop *l, int fd, short revents, void *arg)
 		}
 		/* a copy for scanning; what passes through is untouched */
 		if (o == n->err)
-			linebuf_feed(n->errlines, buf, (size_t)got, err_line, n);
-		else
-			linebuf_feed(n->outlines, buf, (size_t)got, out_line, n);
+			tail_bytes(n, buf, (size_t)got);
+		scan(n, o == n->err ? n->errlines : n->outlines, buf, (size_t)got);
 		rc = pass_on(n, o, buf, (size_t)got);
 		if (rc < 0 && rc != -EAGAIN && rc != -EPIPE)
 			LOG_ERR("cannot pass the training's output on: %s; it is being lost",
 			        strerror(-rc));
 		if (output_pending(o))
 			loop_mod_fd(l, output_fd(o), POLLOUT);
+		/* A short read emptied the pipe: poll() says when there is
+		 * more, and a read now would only say EAGAIN. */
+		if ((size_t)got < (room < sizeof(buf) ? room : sizeof(buf)))
+			return;
 	}
 }
 
@@ -357,7 +420,7 @@ open_outputs(struct node *n)
 	n->err = output_new(STDERR_FILENO, OUTPUT_CAP);
 	if (!n->err)
 		return -errno;
-	n->errlines = linebuf_new(TAIL_LINE_MAX);
+	n->errlines = linebuf_new(SCAN_LINE_MAX);
 	n->outlines = linebuf_new(SCAN_LINE_MAX);
 	if (!n->errlines || !n->outlines)
 		return -ENOMEM;
@@ -847,12 +910,20 @@ static int
 start_training(struct node *n)
 {
 	const char *pty = getenv("VIGIL_PTY");
+	/*
+	 * A pipe, not a pseudo-terminal, unless VIGIL_PTY=1: a write to a
+	 * pty costs about three times a write to a pipe (the tty layer and
+	 * its worker thread), and a training that writes line by line pays
+	 * it per line, so that a pty between the training and our output
+	 * (under mpirun, itself a pty) made the line-by-line path 0.75x as
+	 * fast as without vigil.  What the pty was for, Python printing line
+	 * by line, PYTHONUNBUFFERED gives on a pipe (doc/benchmarks.md).
+	 */
+	bool use_pty = pty && strcmp(pty, "0") != 0;
 	struct child_opts co = {
 		.argv = n->launch.argv, .envp = n->launch.envp, .sigmask = n->o.sigmask,
-		/* Under mpirun our stdout is usually a terminal, so the training
-		 * gets one too and line-buffers its prints as it would at a shell. */
-		.pty_stdout = pty ? strcmp(pty, "0") != 0 : isatty(STDOUT_FILENO),
-		.cgroup = n->o.cgroup, .cwd = n->ro->workdir,
+		.pty_stdout = use_pty, .unbuffered = !use_pty, .cgroup = n->o.cgroup,
+		.cwd = n->ro->workdir,
 	};
 	int rc;
 
@@ -989,11 +1060,7 @@ restart(struct node *n, const struct msg_command *c)
 	n->confirm_why[0] = '\0';
 	n->agent_signal = 0;
 	n->start_error[0] = '\0';
-	for (int i = 0; i < TAIL_LINES; i++) {
-		free(n->tail[i]);
-		n->tail[i] = NULL;
-	}
-	n->ntail = n->tailnext = 0;
+	n->tailed = 0;
 	n->attempt = c->attempt;
 	if (set_attempt(n, c->members, c->nmembers, c->master_addr, c->master_port) < 0 ||
 	    node_launch(n) < 0) {
@@ -1216,8 +1283,6 @@ node_free(struct node *n)
 	if (n->vmon)
 		(void)loop_del_fd(n->loop, vhealth_monitor_fd(n->vmon));
 	vhealth_monitor_free(n->vmon);
-	for (int i = 0; i < TAIL_LINES; i++)
-		free(n->tail[i]);
 	for (size_t i = 0; i < n->nreported; i++)
 		free(n->reported[i]);
 	free(n->reported);

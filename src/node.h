@@ -6,7 +6,7 @@
  * The node builds its launch from the coordinator's plan (modes.c),
  * starts the training in its own process group (child.c), passes its
  * output through byte for byte (output.c) while scanning a copy line by
- * line (the stderr tail for the report, and every line for the timing
+ * line (the stderr tail for the report, and the lines that may be timing
  * lines through ops->line), forwards signals, obeys the coordinator's
  * commands (stop, checkpoint, restart) and reports how the training ended
  * (one RESULT per attempt).  Everything runs from the agent's loop: a
@@ -35,7 +35,8 @@ struct node;
 struct node_ops {
 	/* A message of KIND to the coordinator.  Returns 0 or a negative errno. */
 	int (*send)(void *arg, enum msg_kind kind, const char *text);
-	/* Every line the training writes (stdout and stderr), for timing lines. */
+	/* The lines the training writes (stdout and stderr) that end like a
+	 * timing line (progress_tail()), for the timing lines. */
 	void (*line)(void *arg, const char *line, size_t len);
 	void *arg;
 };

@@ -2,9 +2,20 @@
 # bench_run.sh - figures for `vigil run`, each a ratio to a baseline
 # measured in the same run (these machines are shared and noisy):
 #
-#   pass-through   bytes/s of `vigil run -- head -c N /dev/zero > /dev/null`
-#                  vs `head -c N /dev/zero | cat > /dev/null` (one relay
-#                  hop each); goal >= 0.9
+#   pass-through   the training's output through the agent against the same
+#                  path with `cat` as the relay instead (one relay hop each),
+#                  bulk (`head -c BYTES /dev/zero`) and line by line
+#                  (bench_writer: a training's log, one write per line,
+#                  launcher prefixes, one timing line in 20):
+#                    pipe:   vigil run -- T | cat      vs  T | cat | cat
+#                    pty:    vigil run -- T            vs  sh -c 'T | cat'
+#                            (stdout on a pseudo-terminal, drained)
+#                    mpirun: mpirun -np 2 vigil run -- T
+#                                                      vs  mpirun -np 2 sh -c 'T | cat'
+#                            marginal throughput (from two sizes) and the
+#                            fixed cost apart
+#                  and, for reference, T writing straight to the pty or to
+#                  mpirun's; goal >= 0.9
 #   signal         latency from kill() to the training's handler, through
 #                  the agent vs kill() straight to the training; goal:
 #                  under 1 ms added (median)
@@ -13,12 +24,17 @@
 #                  one core; goal under 0.1 %
 #
 # Usage: tests/bench/bench_run.sh [VIGIL]    (default ./vigil)
-# Env: BYTES (default 2 GiB), REPS (5), SIGNALS (200), IDLE_S (60)
+# Env: BYTES (default 1 GiB), LINES (1000000), REPS (5), SIGNALS (200),
+# IDLE_S (60), WRITER (bench_writer, default beside VIGIL in tests/bench),
+# ONLY (passthrough, signal or idle: that part alone)
 set -euo pipefail
 
 vigil=$(realpath "${1:-./vigil}")
 here=$(cd "$(dirname "$0")" && pwd)
-bytes=${BYTES:-2147483648}
+bytes=${BYTES:-1073741824}
+lines=${LINES:-1000000}
+writer=${WRITER:-$(dirname "$vigil")/tests/bench/bench_writer}
+only=${ONLY:-}
 reps=${REPS:-5}
 signals=${SIGNALS:-200}
 idle_s=${IDLE_S:-60}
@@ -31,25 +47,96 @@ run1() { "$vigil" run --mode single --precheck off "$@"; }
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ns() { date +%s%N; }
+med() { printf '%s\n' "$@" | median; }
 
 echo "# vigil run benchmarks ($(nproc) cores, $(date -u +%Y-%m-%d))"
 
-# --- pass-through throughput -------------------------------------------
-base=() ; mine=()
-for ((i = 0; i < reps; i++)); do
-	t0=$(ns); head -c "$bytes" /dev/zero | cat > /dev/null; t1=$(ns)
-	base+=($((t1 - t0)))
-	t0=$(ns); run1 -- head -c "$bytes" /dev/zero > /dev/null 2>&1; t1=$(ns)
-	mine+=($((t1 - t0)))
-done
-b=$(printf '%s\n' "${base[@]}" | median)
-m=$(printf '%s\n' "${mine[@]}" | median)
-awk -v n="$bytes" -v b="$b" -v m="$m" 'BEGIN {
-	printf "pass-through: vigil %.0f MB/s, cat %.0f MB/s, ratio %.2f (goal >= 0.9)\n",
-	       n / m * 1e3, n / b * 1e3, b / m }'
+# --- pass-through ------------------------------------------------------------
+# ptyrun CMD...: CMD with stdout on a fresh raw pseudo-terminal, drained
+# as a terminal would be; prints nothing, exits with CMD's status
+ptyrun() {
+	python3 -c '
+import os, pty, subprocess, sys, tty
+m, s = pty.openpty()
+tty.setraw(s)
+p = subprocess.Popen(sys.argv[1:], stdout=s, stderr=subprocess.DEVNULL)
+os.close(s)
+try:
+    while os.read(m, 1 << 16):
+        pass
+except OSError:
+    pass
+sys.exit(p.wait())' "$@"
+}
+# ms CMD...: wall time of CMD in ms
+ms() { local t0; t0=$(ns); "$@" >/dev/null 2>&1 || true; echo $(( ($(ns) - t0) / 1000000 )); }
+run_quiet() { "$vigil" run --mode single --precheck off "$@"; }
+mpi2() { timeout -k 5 300 "$mpirun" --oversubscribe --bind-to none -np 2 "$@"; }
+
+pipe_base() { "$@" | cat | cat > /dev/null; }
+pipe_vigil() { run_quiet -- "$@" 2>/dev/null | cat > /dev/null; }
+pty_base() { ptyrun sh -c '"$@" | cat' sh "$@"; }
+pty_vigil() { ptyrun "$vigil" run --mode single --precheck off -- "$@"; }
+pty_direct() { ptyrun "$@"; }
+mpi_base() { mpi2 sh -c '"$@" | cat' sh "$@"; }
+mpi_vigil() { mpi2 "$vigil" run --precheck off --summary-interval 0 -- "$@"; }
+mpi_direct() { mpi2 "$@"; }
+
+# pair NAME MB BASE VIGIL DIRECT -- T...: medians of interleaved runs, one line
+pair() {
+	local name=$1 mb=$2 base=$3 mine=$4 direct=$5 b=() m=() d=() i
+	shift 6
+	for ((i = 0; i < reps; i++)); do
+		b+=("$(ms $base "$@")"); m+=("$(ms $mine "$@")")
+		[ "$direct" = - ] || d+=("$(ms $direct "$@")")
+	done
+	awk -v n="$name" -v mb="$mb" -v b="$(med "${b[@]}")" -v m="$(med "${m[@]}")" \
+	    -v d="$([ "$direct" = - ] && echo 0 || med "${d[@]}")" 'BEGIN {
+		printf "pass-through %s: vigil %.0f MB/s, cat as the relay %.0f MB/s, ratio %.2f (goal >= 0.9)",
+		       n, mb / m * 1e3, mb / b * 1e3, b / m
+		if (d > 0) printf "; straight, no relay: %.0f MB/s", mb / d * 1e3
+		printf "\n" }'
+}
+
+# mpi_pair NAME MB1 MB3 -- T1... -- T3...: marginal throughput from two sizes
+mpi_pair() {
+	local name=$1 mb1=$2 mb3=$3 b1=() b3=() m1=() m3=() d1=() d3=() i t1=() t3=() k
+	shift 4
+	for ((k = 0; k < $#; k++)); do [ "${@:k+1:1}" = -- ] && break; done
+	t1=("${@:1:k}"); t3=("${@:k+2}")
+	for ((i = 0; i < reps; i++)); do
+		b1+=("$(ms mpi_base "${t1[@]}")"); m1+=("$(ms mpi_vigil "${t1[@]}")"); d1+=("$(ms mpi_direct "${t1[@]}")")
+		b3+=("$(ms mpi_base "${t3[@]}")"); m3+=("$(ms mpi_vigil "${t3[@]}")"); d3+=("$(ms mpi_direct "${t3[@]}")")
+	done
+	awk -v n="$name" -v mb="$(( mb3 - mb1 ))" -v mb1="$mb1" -v b1="$(med "${b1[@]}")" \
+	    -v b3="$(med "${b3[@]}")" -v m1="$(med "${m1[@]}")" -v m3="$(med "${m3[@]}")" \
+	    -v d1="$(med "${d1[@]}")" -v d3="$(med "${d3[@]}")" 'BEGIN {
+		bs = (b3 - b1) / mb; vs = (m3 - m1) / mb; ds = (d3 - d1) / mb
+		printf "pass-through %s: marginal vigil %.0f MB/s, cat as the relay %.0f MB/s, ratio %.2f (goal >= 0.9); ",
+		       n, 1e3 / vs, 1e3 / bs, bs / vs
+		printf "fixed: vigil %.2f s, cat %.2f s; straight, no relay: %.0f MB/s\n",
+		       (m1 - vs * mb1) / 1e3, (b1 - bs * mb1) / 1e3, 1e3 / ds }'
+}
+
+if [ -z "$only" ] || [ "$only" = passthrough ]; then
+	[ -x "$writer" ] || { echo "bench_run: $writer not built (make bench builds it)" >&2; exit 2; }
+	lmb=$(( $("$writer" "$lines" | wc -c) / 1000000 ))
+	bmb=$(( bytes / 1000000 ))
+	pair "bulk, pipe" "$bmb" pipe_base pipe_vigil - -- head -c "$bytes" /dev/zero
+	pair "line by line, pipe" "$lmb" pipe_base pipe_vigil - -- "$writer" "$lines"
+	pair "bulk, pty" "$bmb" pty_base pty_vigil pty_direct -- head -c "$bytes" /dev/zero
+	pair "line by line, pty" "$lmb" pty_base pty_vigil pty_direct -- "$writer" "$lines"
+	mpi_pair "bulk, mpirun -np 2" $((bmb / 4)) $((3 * bmb / 4)) -- \
+		head -c $((bytes / 4)) /dev/zero -- head -c $((3 * bytes / 4)) /dev/zero
+	mpi_pair "line by line, mpirun -np 2" $((lmb / 2)) $((3 * lmb / 2)) -- \
+		"$writer" $((lines / 2)) -- "$writer" $((3 * lines / 2))
+fi
 
 # --- signal latency ------------------------------------------------------
-python3 "$here/signal_latency.py" "$vigil" "$signals"
+if [ -z "$only" ] || [ "$only" = signal ]; then
+	python3 "$here/signal_latency.py" "$vigil" "$signals"
+fi
+[ -z "$only" ] || [ "$only" = idle ] || exit 0
 
 # --- idle CPU --------------------------------------------------------------
 log=$(mktemp)

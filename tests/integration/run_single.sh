@@ -131,4 +131,14 @@ f = r["first_failure"]
 print(r["state"], r["exit_code"], f["rank"], f["exit_code"], len(f["stderr_tail"]) > 0)' "$SCRATCH/report.json")
 expect_eq "report" "error 5 0 5 True" "$summary"
 
+# The report's stderr tail: the last 20 lines, a long one cut to 512
+# bytes, the unterminated last one included; stdout's lines are not in it.
+run --report "$SCRATCH/report.json" -- sh -c 'for i in $(seq 1 40); do echo "err $i" >&2; echo "out $i"; done
+head -c 700 /dev/zero | tr "\0" x >&2; echo >&2; printf last >&2; exit 3' >/dev/null 2>&1
+tail_summary=$(python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["first_failure"]["stderr_tail"]
+print(len(t), t[0], len(t[-2]), set(t[-2]), t[-1])' "$SCRATCH/report.json")
+expect_eq "report: stderr tail" "20 err 23 512 {'x'} last" "$tail_summary"
+
 finish
