@@ -29,8 +29,15 @@
 #define NOTIFIERS 16     /* --notify commands remembered, to let them finish at the end */
 #define ALERTS_KEPT 64   /* alerts kept for the report (the rest are counted) */
 #define ALERTS_PER_GROUP 8
-#define POLL_MIN_MS 2    /* testing a reduction in flight: soon at first, */
-#define POLL_MAX_MS 20   /* then less often the longer it takes */
+/*
+ * Testing a reduction in flight: every node joins it when it notices the
+ * coordinator's tick, which an idle node's loop looks for every 80 ms
+ * (run.c), so testing much sooner than that only costs wakeups (MPI's
+ * progress engine, tens of microseconds each): soon at first, then less
+ * often the longer it takes.
+ */
+#define POLL_MIN_MS 10
+#define POLL_MAX_MS 40
 #define KEY_EPOCH (1ul << 20)  /* reductions per attempt told apart */
 
 struct jobperf {
@@ -468,7 +475,10 @@ jobperf_cycle(struct jobperf *jp, double now, bool ticking)
 		return -1;
 	}
 	if (jp->started < jp->due) {
-		if (reduce_start(jp) < 0) {
+		rc = reduce_start(jp);
+		if (rc == -EAGAIN)
+			return POLL_MAX_MS;  /* the survivors' communicator is not made yet */
+		if (rc < 0) {
 			give_up(jp, "cannot start the timing reduction");
 			return -1;
 		}

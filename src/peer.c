@@ -46,6 +46,8 @@ struct peer {
 	 * match_p2p()'s wildcard never sees their messages), and those given
 	 * up with sends still in flight. */
 	MPI_Comm tree_comm;
+	MPI_Request tree_req;        /* its making, started in peer_init() */
+	bool tree_ok;                /* made */
 	struct peer_reduce **draining;
 	int ndraining;
 };
@@ -112,13 +114,14 @@ peer_init(int *argc, char ***argv, struct peer **out)
 		MPI_Comm_rank(MPI_COMM_WORLD, &p->rank);
 		MPI_Comm_size(MPI_COMM_WORLD, &p->size);
 		p->mpi = true;
-		/* Collective, but every rank is in MPI_Init right now anyway:
-		 * later, nothing waits on a peer that may be gone. */
-		if (MPI_Comm_dup(MPI_COMM_WORLD, &p->tree_comm) != MPI_SUCCESS) {
+		/* The reductions' own communicator, made without waiting: a
+		 * peer that never makes its part (not an agent, or hung) must
+		 * not hold this one here; it is done long before a restart
+		 * needs it, every agent's MPI being driven meanwhile. */
+		if (MPI_Comm_idup(MPI_COMM_WORLD, &p->tree_comm, &p->tree_req) != MPI_SUCCESS) {
 			free(p);
 			return -EPROTO;
 		}
-		MPI_Comm_set_errhandler(p->tree_comm, MPI_ERRORS_RETURN);
 	}
 	*out = p;
 	return 0;
@@ -691,6 +694,29 @@ reduce_type(peer_combine_fn *combine, size_t len, MPI_Datatype *out)
 	return 0;
 }
 
+/*
+ * The reductions' communicator is made (its MPI_Comm_idup() completed):
+ * 1, 0 not yet, or -EPROTO.  Until it is, no other collective may start
+ * on MPI_COMM_WORLD: the steps of the idup are collectives on it too,
+ * started as it progresses, and a reduction started between two of them
+ * on one rank and after them on another would meet the wrong one.
+ */
+static int
+tree_comm_ready(struct peer *p)
+{
+	int flag = 0;
+
+	if (p->tree_ok)
+		return 1;
+	if (MPI_Test(&p->tree_req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+		return -EPROTO;
+	if (!flag)
+		return 0;
+	p->tree_ok = true;
+	MPI_Comm_set_errhandler(p->tree_comm, MPI_ERRORS_RETURN);
+	return 1;
+}
+
 int
 peer_reduce_start(struct peer *p, peer_combine_fn *combine, const double *buf,
                   size_t len, const double *gather, size_t ngather,
@@ -707,6 +733,8 @@ peer_reduce_start(struct peer *p, peer_combine_fn *combine, const double *buf,
 		return -EINVAL;
 	if (len > (size_t)INT_MAX || ngather > (size_t)INT_MAX / (size_t)p->size)
 		return -EMSGSIZE;
+	if (p->mpi && p->size > 1 && (rc = tree_comm_ready(p)) <= 0)
+		return rc < 0 ? rc : -EAGAIN;
 	total = 2 * len + ngather + ngathered;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -1108,6 +1136,8 @@ peer_reduce_start_among(struct peer *p, const int *ranks, int nranks, unsigned l
 		return -EINVAL;
 	if (len >= (size_t)INT_MAX || ngather >= (size_t)INT_MAX / (size_t)p->size)
 		return -EMSGSIZE;
+	if (p->mpi && (rc = tree_comm_ready(p)) <= 0)
+		return rc < 0 ? rc : -EAGAIN;
 	if (p->mpi)
 		tree_drain(p);
 	r = calloc(1, sizeof(*r));
@@ -1182,7 +1212,10 @@ peer_finalize(struct peer *p, bool clean)
 	 * takes them. */
 	if (p->mpi && clean) {
 		reduce_release();
-		MPI_Comm_free(&p->tree_comm);
+		/* Every peer is alive and here too: its communicator is made
+		 * (MPI_Finalize must find no collective pending), then freed. */
+		if (p->tree_ok || MPI_Wait(&p->tree_req, MPI_STATUS_IGNORE) == MPI_SUCCESS)
+			MPI_Comm_free(&p->tree_comm);
 		MPI_Finalize();
 	}
 	/* Sends that never completed stay with MPI (a dead receiver); their

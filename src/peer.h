@@ -153,7 +153,9 @@ typedef void peer_combine_fn(const double *in, double *inout, size_t len);
  * world of one the reduction is complete at once (COMBINE over one buffer
  * is the identity and is not called).  Returns 0 or a negative errno
  * (-EINVAL for LEN 0, -EMSGSIZE beyond MPI's counts, -EPROTO when MPI
- * refused); *OUT is owned by the caller until peer_reduce_free().
+ * refused, -EAGAIN while the communicator of peer_reduce_start_among()
+ * is being made: no collective may start on MPI_COMM_WORLD before; try
+ * again later); *OUT is owned by the caller until peer_reduce_free().
  *
  * MPI's operator cannot carry a pointer, so COMBINE is remembered in a
  * table local to this process, keyed by the datatype MPI hands back to
@@ -194,8 +196,9 @@ void peer_reduce_free(struct peer_reduce *r);
  * rank among them; RANKS[0] gathers), so that a rank left out is never
  * waited for: after a node is lost, the survivors reduce among themselves.
  * The messages go along a binomial tree of non-blocking point-to-point
- * sends on a communicator of their own (made in peer_init(), while every
- * rank was there), so nothing waits in a blocking call.  KEY tells this
+ * sends on a communicator of their own (its making starts in peer_init(),
+ * without waiting; -EAGAIN until every rank has made its part: try again
+ * later), so nothing waits in a blocking call.  KEY tells this
  * reduction's messages apart: the same on every rank for the same
  * reduction, different from any reduction given up before (a reduction
  * given up on one rank and not another must not meet a later one).  The

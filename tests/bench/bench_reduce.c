@@ -21,6 +21,7 @@
  */
 #include "autoconf.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,12 +73,16 @@ perf_cycle(struct peer *p, const struct perf_node *n, size_t w, double *buf,
 
 	perf_layout_init(&l, w, 0);
 	perf_pack(n, &l, 0, peer_rank(p), buf, NULL);
-	if (ranks)
-		rc = peer_reduce_start_among(p, ranks, peer_size(p), key, perf_combine, buf,
-		                             perf_buffer_len(w), gather, ngather, &r);
-	else
-		rc = peer_reduce_start(p, perf_combine, buf, perf_buffer_len(w), gather,
-		                       ngather, &r);
+	/* -EAGAIN until every rank made its part of the reductions'
+	 * communicator (each try drives MPI) */
+	do {
+		if (ranks)
+			rc = peer_reduce_start_among(p, ranks, peer_size(p), key, perf_combine, buf,
+			                             perf_buffer_len(w), gather, ngather, &r);
+		else
+			rc = peer_reduce_start(p, perf_combine, buf, perf_buffer_len(w), gather,
+			                       ngather, &r);
+	} while (rc == -EAGAIN);
 	if (rc < 0)
 		return -1;
 	while ((rc = peer_reduce_test(r)) == 0)

@@ -22,6 +22,7 @@
  */
 #include "autoconf.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +93,23 @@ feed(struct perf_node *n, int rank, size_t from, size_t upto)
 
 static double longest_test;
 
+/*
+ * peer_reduce_start(), again while the reductions' communicator is being
+ * made (-EAGAIN), up to TIMEOUT_S.
+ */
+static int
+start_world(struct peer *p, const double *buf, size_t len, const double *gather,
+            size_t ngather, struct peer_reduce **r, double timeout_s)
+{
+	double deadline = now_s() + timeout_s;
+	int err;
+
+	while ((err = peer_reduce_start(p, perf_combine, buf, len, gather, ngather, r)) == -EAGAIN &&
+	       now_s() < deadline)
+		nap_ms(1);
+	return err;
+}
+
 /* Test until complete or TIMEOUT_S: 1, 0 on timeout, <0. */
 static int
 reduce_wait(struct peer_reduce *r, double timeout_s)
@@ -123,11 +141,18 @@ reduce_once(struct peer *p, struct perf_node *n, struct perf_layout *l, const in
 	int err;
 
 	perf_pack(n, l, l->base, peer_rank(p), buf, gather);
-	if (ranks)
-		err = peer_reduce_start_among(p, ranks, nranks, key, perf_combine, buf, len,
-		                              gather, l->slots, r);
-	else
-		err = peer_reduce_start(p, perf_combine, buf, len, gather, l->slots, r);
+	if (ranks) {
+		/* -EAGAIN until every rank made its part of the communicator */
+		for (int i = 0; i < 10000; i++) {
+			err = peer_reduce_start_among(p, ranks, nranks, key, perf_combine, buf,
+			                              len, gather, l->slots, r);
+			if (err != -EAGAIN)
+				break;
+			nap_ms(1);
+		}
+	} else {
+		err = start_world(p, buf, len, gather, l->slots, r, 30);
+	}
 	if (err < 0) {
 		fprintf(stderr, "reduce: start: %s\n", strerror(-err));
 		return err;
@@ -270,8 +295,8 @@ run_survive(struct peer *p, int limit_s)
 			/* The reduction the lost rank never joins: pending, and
 			 * testing it never blocks; given up after a second. */
 			perf_pack(n, &l, l.base, rank, buf, gather);
-			if (peer_reduce_start(p, perf_combine, buf, perf_buffer_len(SLOTS), gather,
-			                      SLOTS, &r) < 0 || reduce_wait(r, 1) != 0) {
+			if (start_world(p, buf, perf_buffer_len(SLOTS), gather, SLOTS, &r, 30) < 0 ||
+			    reduce_wait(r, 1) != 0) {
 				fprintf(stderr, "survive: the reduction without rank 3 completed\n");
 				goto out;
 			}
@@ -334,7 +359,7 @@ run_big(struct peer *p)
 	feed(n, rank, 1, BIG);
 	perf_layout_init(&l, BIG, 0);
 	perf_pack(n, &l, 0, rank, buf, NULL);
-	err = peer_reduce_start(p, perf_combine, buf, perf_buffer_len(BIG), NULL, 0, &r);
+	err = start_world(p, buf, perf_buffer_len(BIG), NULL, 0, &r, 30);
 	if (err < 0 || reduce_wait(r, 30) != 1) {
 		fprintf(stderr, "big: rank %d: no result\n", rank);
 		goto out;
@@ -391,16 +416,25 @@ run_stall(struct peer *p, int limit_s)
 	perf_layout_init(&l, 8, 0);
 	perf_pack(n, &l, 0, rank, buf, NULL);
 	perf_node_free(n);
-	rc = peer_reduce_start(p, perf_combine, buf, perf_buffer_len(8), e2e, 8, &r);
-	if (rc < 0) {
-		fprintf(stderr, "stall: start: %s\n", strerror(-rc));
-		return 1;
-	}
+	/* The sleeper never makes its part of the reductions' communicator
+	 * either: starting is refused (-EAGAIN) until it would, and each try
+	 * returns at once, as each test of a reduction started would. */
+	r = NULL;
+	rc = 0;
 	deadline = now_s() + 2;
 	while (now_s() < deadline) {
 		double t0 = now_s();
 
-		rc = peer_reduce_test(r);
+		if (!r) {
+			rc = peer_reduce_start(p, perf_combine, buf, perf_buffer_len(8), e2e, 8, &r);
+			if (rc < 0 && rc != -EAGAIN) {
+				fprintf(stderr, "stall: start: %s\n", strerror(-rc));
+				return 1;
+			}
+			rc = 0;
+		} else {
+			rc = peer_reduce_test(r);
+		}
 		if (now_s() - t0 > longest)
 			longest = now_s() - t0;
 		tests++;
@@ -408,7 +442,7 @@ run_stall(struct peer *p, int limit_s)
 			break;
 		nap_ms(1);
 	}
-	if (rc == 0 && !peer_reduce_result(r))
+	if (rc == 0 && (!r || !peer_reduce_result(r)))
 		printf("rank %d: no completion within 2 s (%d tests, longest %.1f ms)\n",
 		       rank, tests, longest * 1000);
 	else
