@@ -498,12 +498,63 @@ on_final_late(struct loop *l, void *arg)
 	return LOOP_NOMORE;
 }
 
+/*
+ * The node's attempt (the launch's, or a restart's) to performance
+ * detection: its reductions among the attempt's members, and in Horovod
+ * mode the inner mpirun's processes counted for the members that run
+ * them (their slots, -map-by slot).
+ */
+static void
+perf_attempt(struct job *j)
+{
+	struct jobperf_attempt a = { .attempt = node_attempt(j->node), .trains = node_trains(j->node) };
+	int *procs = NULL;
+
+	if (!j->perf)
+		return;
+	a.nmembers = node_members(j->node, &a.members);
+	if (j->o->mode == MODE_HOROVOD) {
+		procs = calloc(a.nmembers > 0 ? (size_t)a.nmembers : 1, sizeof(*procs));
+		for (int i = 0; procs && i < a.nmembers; i++)
+			procs[i] = node_member_slots(j->node, i);
+		a.procs = procs;
+	}
+	if ((j->o->mode == MODE_HOROVOD && !procs) || jobperf_set_attempt(j->perf, &a) < 0) {
+		LOG_WARN("performance detection cannot follow attempt %d: out of memory",
+		         a.attempt);
+		jobperf_set_trains(j->perf, a.trains);
+	}
+	free(procs);
+}
+
+/*
+ * Whether the last reduction would wait for a lost node: the first
+ * attempt's are collectives over every rank, a restart's are among its
+ * members only (jobperf_set_attempt()).
+ */
+static bool
+final_waits_on_lost(const struct job *j)
+{
+	const int *members;
+	int n;
+
+	if (coord_nlost(j->coord) == 0)
+		return false;
+	if (!j->node || node_attempt(j->node) == 0)
+		return true;
+	n = node_members(j->node, &members);
+	for (int i = 0; i < n; i++)
+		if (coord_lost(j->coord, members[i]))
+			return true;
+	return false;
+}
+
 /* The coordinator reached FINISHING: one more reduction for the last iterations. */
 static void
 finishing(struct job *j)
 {
 	/* A lost node would never join it. */
-	if (!j->perf || jobperf_broken(j->perf) || coord_nlost(j->coord) > 0) {
+	if (!j->perf || jobperf_broken(j->perf) || final_waits_on_lost(j)) {
 		conclude(j);
 		return;
 	}
@@ -719,8 +770,8 @@ route(struct job *j, int src, int tag, const char *text)
 			if (m.u.command.command == MSG_CMD_CHECKPOINT)
 				prep_checkpoint(j->prep, m.u.command.reason);
 			node_command(j->node, &m.u.command);
-			if (m.u.command.command == MSG_CMD_RESTART && j->perf)
-				jobperf_set_trains(j->perf, node_trains(j->node));
+			if (m.u.command.command == MSG_CMD_RESTART)
+				perf_attempt(j);
 		}
 		break;
 	case MSG_FINAL:
@@ -1314,7 +1365,7 @@ launch(struct job *j)
 		leave(j, VIGIL_EXIT_INTERNAL, false);
 		return;
 	}
-	jobperf_set_trains(j->perf, node_trains(j->node));
+	perf_attempt(j);
 }
 
 /* A node: the coordinator's plan came. */
