@@ -134,11 +134,20 @@ bool jobperf_broken(const struct jobperf *jp);
 void jobperf_summary(struct jobperf *jp);
 
 /*
- * Coordinator: rewrite the --metrics file (at most once a second unless
- * FORCE) with the job's STATE and its nodes UP and LOST.
+ * Coordinator: rewrite the --metrics file (unless FORCE, at most once a
+ * second, and no sooner than jobperf_metrics_gap() of the last write's
+ * duration) with the job's STATE and its nodes UP and LOST.
  */
 void jobperf_metrics(struct jobperf *jp, const char *state, unsigned up, unsigned lost,
                      bool force, double now);
+
+/*
+ * The seconds from one rewrite of the --metrics file to the next after
+ * a write that took TOOK_S: 20 times that, so that the writes take at
+ * most 5% of the coordinator's time however many nodes the file lists,
+ * and never less than a second.
+ */
+double jobperf_metrics_gap(double took_s);
 
 /*
  * Coordinator: a --notify command started for an alert is still running

@@ -11,9 +11,11 @@
 #include "vigil_test.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cJSON.h>
 
@@ -262,6 +264,58 @@ test_restart_goes_on(void **state)
 	cJSON_Delete(r);
 }
 
+/* The metrics file's rewrites: a second apart, or 20 times the last write. */
+static void
+test_metrics_gap(void **state)
+{
+	(void)state;
+	assert_true(jobperf_metrics_gap(0) == 1.0);
+	assert_true(jobperf_metrics_gap(0.001) == 1.0);
+	assert_true(jobperf_metrics_gap(0.05) == 1.0);
+	assert_true(fabs(jobperf_metrics_gap(0.1) - 2.0) < 1e-9);
+	/* 10,000 nodes of 8 boards: a write of 0.43 s, then 8.6 s apart */
+	assert_true(fabs(jobperf_metrics_gap(0.43) - 8.6) < 1e-9);
+	assert_true(fabs(jobperf_metrics_gap(3) - 60) < 1e-9);
+}
+
+static bool
+exists(const char *path)
+{
+	FILE *f = fopen(path, "r");
+
+	if (f)
+		fclose(f);
+	return f != NULL;
+}
+
+/* A rewrite comes no sooner than the gap, except when forced. */
+static void
+test_metrics_rewrites(void **state)
+{
+	struct fix *f = *state;
+	char dir[] = "/tmp/test_jobperf.XXXXXX", path[64];
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/vigil.prom", dir);
+	f->o.metrics = path;
+	f->now = 100;
+	start(f, 2);
+	jobperf_metrics(f->jp, "running", 2, 0, true, 100);
+	assert_true(exists(path));
+	assert_int_equal(unlink(path), 0);
+	jobperf_metrics(f->jp, "running", 2, 0, false, 100.5);
+	assert_false(exists(path));
+	/* a small file: its write took far less than the 1.5 s that would
+	 * stretch the gap past 30 s */
+	jobperf_metrics(f->jp, "running", 2, 0, false, 130);
+	assert_true(exists(path));
+	assert_int_equal(unlink(path), 0);
+	jobperf_metrics(f->jp, "succeeded", 2, 0, true, 130.1);
+	assert_true(exists(path));
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int
 main(void)
 {
@@ -269,6 +323,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_horovod_attribution, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_final_catches_up, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_goes_on, setup, teardown),
+		cmocka_unit_test(test_metrics_gap),
+		cmocka_unit_test_setup_teardown(test_metrics_rewrites, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
