@@ -717,6 +717,12 @@ tree_comm_ready(struct peer *p)
 	return 1;
 }
 
+bool
+peer_world_ready(struct peer *p)
+{
+	return !p->mpi || p->size == 1 || tree_comm_ready(p) == 1;
+}
+
 int
 peer_reduce_start(struct peer *p, peer_combine_fn *combine, const double *buf,
                   size_t len, const double *gather, size_t ngather,

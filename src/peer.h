@@ -104,11 +104,23 @@ bool peer_busy(const struct peer *p);
 int peer_flush(struct peer *p, double timeout_s);
 
 /*
+ * Whether rank 0 may start a collective on MPI_COMM_WORLD now (a
+ * broadcast, a reduction over every rank): the communicator of
+ * peer_reduce_start_among(), whose making starts in peer_init(), is made
+ * here.  Its steps are collectives on MPI_COMM_WORLD too, which Open MPI
+ * starts as it progresses, so one started between two of them on one rank
+ * and after them on another would meet the wrong one; once it is made on
+ * rank 0, every rank has started its last step.  True without MPI.
+ */
+bool peer_world_ready(struct peer *p);
+
+/*
  * A broadcast of one block of bytes from rank 0 to every rank
  * (MPI_Ibcast, a tree: rank 0 sends O(log N) copies, not N).  Every rank
  * must start it, in the same order as the other collectives; a rank that
  * never does holds back the ranks below it in the tree, so start one only
- * when every rank is known to be there to take part.  Rank 0 passes BUF
+ * when every rank is known to be there to take part, and on rank 0 only
+ * once peer_world_ready().  Rank 0 passes BUF
  * (LEN bytes, copied); the others pass NULL and the same LEN.  Returns 0
  * or a negative errno (-EMSGSIZE beyond MPI's counts, -EPROTO when MPI
  * refused); *OUT is owned by the caller until peer_bcast_free().

@@ -1539,7 +1539,9 @@ send_plan(struct job *j, const struct msg_plan *p, const char *text, bool comple
 	size_t len = strlen(text) + 1;
 	char *head = NULL;
 
-	if (complete && p->go && j->size > 1) {
+	/* (and only once a broadcast cannot cross the making of the
+	 * reductions' communicator: peer_world_ready()) */
+	if (complete && p->go && j->size > 1 && peer_world_ready(j->p)) {
 		h.u.plan.go = true;
 		h.u.plan.job = p->job;
 		h.u.plan.finalize = p->finalize;
