@@ -662,30 +662,6 @@ child_cgroup(const struct child *c)
 	return c->cgroup;
 }
 
-/*
- * ENVP with NAME=VALUE added unless NAME is set there: a new array of the
- * same strings (free() the array only), or ENVP itself (*MADE false).
- * NULL on ENOMEM.
- */
-static char **
-env_with(char *const *envp, const char *entry, bool *made)
-{
-	size_t name = strcspn(entry, "="), n = 0;
-	char **e;
-
-	*made = false;
-	for (; envp[n]; n++)
-		if (strncmp(envp[n], entry, name + 1) == 0)
-			return (char **)envp;
-	e = calloc(n + 2, sizeof(*e));
-	if (!e)
-		return NULL;
-	memcpy(e, envp, n * sizeof(*e));
-	e[n] = (char *)entry;
-	*made = true;
-	return e;
-}
-
 int
 child_spawn(const struct child_opts *o, struct child **out)
 {
@@ -693,7 +669,6 @@ child_spawn(const struct child_opts *o, struct child **out)
 	struct child *c = NULL;
 	char *cgpath = NULL;
 	struct spawn sp;
-	bool env_made = false;
 	pid_t pid;
 	int rc, e;
 
@@ -707,8 +682,6 @@ child_spawn(const struct child_opts *o, struct child **out)
 	memset(&sp, 0, sizeof(sp));
 	sp.o = o;
 	sp.envp = o->envp ? o->envp : environ;
-	if (o->unbuffered)
-		sp.envp = env_with(sp.envp, "PYTHONUNBUFFERED=1", &env_made);
 	sp.in = -1;
 	sp.cg_fd = -1;
 	c = calloc(1, sizeof(*c));
@@ -802,8 +775,6 @@ out:
 	}
 	free_strv(sp.cand);
 	free(sp.shargv);
-	if (env_made)
-		free((char **)sp.envp);
 	free(c);
 	return rc;
 }

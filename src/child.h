@@ -38,9 +38,6 @@ struct child_opts {
 	                         * NULL: nothing blocked) */
 	bool pty_stdout;        /* stdout on a pseudo-terminal in raw mode: the program
 	                         * line-buffers as on a terminal, and bytes pass unchanged */
-	bool unbuffered;        /* PYTHONUNBUFFERED=1 in the training's environment, unless
-	                         * it sets PYTHONUNBUFFERED itself: Python then writes every
-	                         * print at once on a pipe as well */
 	const char *cwd;        /* NULL: the agent's */
 	const char *cgroup;     /* a cgroup v2 directory delegated to the agent
 	                         * (child_cgroup_find()), NULL: none.  The training

@@ -911,19 +911,18 @@ start_training(struct node *n)
 {
 	const char *pty = getenv("VIGIL_PTY");
 	/*
-	 * A pipe, not a pseudo-terminal, unless VIGIL_PTY=1: a write to a
-	 * pty costs about three times a write to a pipe (the tty layer and
-	 * its worker thread), and a training that writes line by line pays
-	 * it per line, so that a pty between the training and our output
-	 * (under mpirun, itself a pty) made the line-by-line path 0.75x as
-	 * fast as without vigil.  What the pty was for, Python printing line
-	 * by line, PYTHONUNBUFFERED gives on a pipe (doc/benchmarks.md).
+	 * Under mpirun our stdout is usually a terminal, so the training gets
+	 * one too and line-buffers its prints as it would at a shell: each
+	 * line one write, whole, however many processes share the output.  A
+	 * pipe is cheaper per write (doc/benchmarks.md), but Python on a pipe
+	 * buffers blocks, and unbuffered (PYTHONUNBUFFERED) writes a print's
+	 * text and its newline apart, so that the lines of workers sharing
+	 * stdout run into each other.
 	 */
-	bool use_pty = pty && strcmp(pty, "0") != 0;
 	struct child_opts co = {
 		.argv = n->launch.argv, .envp = n->launch.envp, .sigmask = n->o.sigmask,
-		.pty_stdout = use_pty, .unbuffered = !use_pty, .cgroup = n->o.cgroup,
-		.cwd = n->ro->workdir,
+		.pty_stdout = pty ? strcmp(pty, "0") != 0 : isatty(STDOUT_FILENO),
+		.cgroup = n->o.cgroup, .cwd = n->ro->workdir,
 	};
 	int rc;
 

@@ -5,6 +5,9 @@
 # removes it on exit.
 
 set -u
+# The trainings' output as the defaults make it, whatever the caller's
+# shell sets (unbuffered Python splits a line in two writes).
+unset PYTHONUNBUFFERED
 
 : "${VIGIL:?VIGIL must name the vigil binary}"
 : "${TOPO_DIR:?TOPO_DIR must name tests/data/topo}"

@@ -12,7 +12,9 @@
  *           value and prints one line.
  *   stall   the last rank never starts its reduction (it sleeps, bounded
  *           by argv[2] seconds, default 60); the others test theirs for
- *           2 s, print what they saw and leave without MPI_Finalize.
+ *           2 s, print what they saw and leave without MPI_Finalize
+ *           (5 s later, so that all have printed before the launcher
+ *           ends the job).
  *   survive the last rank is lost after 5 reductions (it sleeps, bounded by
  *           argv[2] seconds); the others give up the reduction it never
  *           joins, as the agents do at an elastic restart, and go on among
@@ -449,6 +451,9 @@ run_stall(struct peer *p, int limit_s)
 		printf("rank %d: reduction ended (%d) with a rank missing\n", rank, rc);
 	fflush(stdout);
 	peer_reduce_free(r);
+	/* The first rank to leave without MPI_Finalize makes the launcher end
+	 * the job: stay a while, so that a rank that started late still prints. */
+	nap_ms(5000);
 	return 0;
 }
 

@@ -142,4 +142,21 @@ expect_match "hung node named" 'rank 2 \(rank 2\): no report within 3 s' "$out"
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then pass "hung node: no-go exit ($rc)"; else fail "hung node exit $rc"; fi
 if [ "$elapsed" -lt 30 ]; then pass "hung node: ended in ${elapsed}s"; else fail "hung node: took ${elapsed}s"; fi
 
+# Workers sharing the training's stdout (as torchrun's do) print whole
+# lines: under mpirun the agent's stdout is a terminal and so is the
+# training's, where Python writes each line at once (unbuffered Python on
+# a pipe writes a print's text and its newline apart, and lines run into
+# each other).
+cat > "$SCRATCH/workers.py" <<'PY'
+import subprocess, sys
+w = "import sys\nfor i in range(300): print('worker %s line %d' % (sys.argv[1], i))"
+procs = [subprocess.Popen([sys.executable, "-c", w, str(k)]) for k in range(3)]
+sys.exit(max(p.wait() for p in procs))
+PY
+out=$(timeout -k 5 60 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none -np 1 "$VIGIL" run --precheck off -- \
+	/usr/bin/python3 "$SCRATCH/workers.py" 2>/dev/null | tr -d '\r'); rc=$?
+expect_eq "workers sharing stdout: exit" 0 "$rc"
+expect_eq "workers sharing stdout: 900 whole lines" 900 \
+	"$(printf '%s\n' "$out" | grep -cxE 'worker [012] line [0-9]+')"
+
 finish

@@ -418,40 +418,6 @@ test_pty_stdout(void **state)
 	assert_no_children();
 }
 
-/* What O's program wrote on stdout, once it exited 0. */
-static void
-assert_prints(struct streams *s, const struct child_opts *o, const char *want)
-{
-	struct child *c;
-
-	s->out.len = 0;
-	assert_int_equal(spawn(o, &c), 0);
-	read_output(c, &s->out, &s->err, NULL);
-	assert_int_equal(wait_exit(c), 0);
-	child_free(c);
-	assert_stream(&s->out, want);
-}
-
-/* On a pipe, Python is told to write each print at once, unless the
- * training says otherwise itself. */
-static void
-test_unbuffered_env(void **state)
-{
-	struct streams *s = *state;
-	char *argv[] = { (char *)"sh", (char *)"-c", (char *)"echo \"[$PYTHONUNBUFFERED]\"", NULL };
-	char *mine[] = { (char *)"PATH=/bin:/usr/bin", (char *)"PYTHONUNBUFFERED=0", NULL };
-	char *none[] = { (char *)"PATH=/bin:/usr/bin", NULL };
-	struct child_opts o = { .argv = argv, .envp = none, .unbuffered = true };
-
-	assert_prints(s, &o, "[1]\n");
-	o.envp = mine;
-	assert_prints(s, &o, "[0]\n");
-	o.envp = none;
-	o.unbuffered = false;
-	assert_prints(s, &o, "[]\n");
-	assert_no_children();
-}
-
 static const unsigned char odd_bytes[] = {
 	1, '\r', '\n', 0, 0xff, 'a', '\r', '\r', '\n', 0x03, 0x04, 0x1a, 0x7f,
 	'l', 'a', 's', 't',
@@ -1354,7 +1320,6 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_exec_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipe_stdout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pty_stdout, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unbuffered_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exact_bytes_pipe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exact_bytes_pty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_envp_path, setup, teardown),
