@@ -15,6 +15,7 @@
 #include "cmd.h"
 #include "json.h"
 #include "report.h"
+#include "util.h"
 
 static const char report_usage[] =
 "usage: vigil report EVENTS [--json] [--plot FILE.svg]\n"
@@ -26,20 +27,26 @@ static const char report_usage[] =
 "  --json            print one JSON object instead of the summary\n"
 "  --plot FILE.svg   also draw e2e time per node over iterations, with alerts\n";
 
+/* The plot through the atomic writer: a link or file another user
+ * planted at PATH is replaced, never followed or written into. */
 static int
 write_plot(const struct report *r, const char *path)
 {
-	FILE *fp = fopen(path, "we");
+	char *text = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&text, &len);
 	int rc;
 
 	if (!fp) {
-		rc = -errno;
-		fprintf(stderr, "vigil report: cannot write %s: %s\n", path, strerror(-rc));
+		fprintf(stderr, "vigil report: cannot write %s: %s\n", path, strerror(errno));
 		return VIGIL_EXIT_INTERNAL;
 	}
 	rc = report_plot(r, fp);
 	if (fclose(fp) != 0 && rc == 0)
-		rc = -errno;
+		rc = -ENOMEM;
+	if (rc == 0)
+		rc = util_write_atomic(path, text, len, 0644);
+	free(text);
 	if (rc < 0) {
 		fprintf(stderr, "vigil report: cannot write %s: %s\n", path, strerror(-rc));
 		return VIGIL_EXIT_INTERNAL;

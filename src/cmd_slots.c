@@ -11,6 +11,7 @@
 
 #include "vigil.h"
 #include "cmd.h"
+#include "json.h"
 #include "log.h"
 #include "slots.h"
 #include "topo.h"
@@ -51,7 +52,7 @@ cmd_slots(int argc, char **argv)
 		return VIGIL_EXIT_INTERNAL;
 	if (json) {
 		cJSON *o = slots_to_json(slots, n);
-		char *text = o ? cJSON_Print(o) : NULL;
+		char *text = o ? json_print(o, true) : NULL;
 
 		if (!text) {
 			LOG_ERR("out of memory");

@@ -95,6 +95,7 @@ struct cnode {
 	char *ckpt_why;
 	char **tail;         /* last stderr lines, kept for failures only */
 	int ntail;
+	double output_lost;  /* bytes of its training's output it could not pass on */
 };
 
 struct coord {
@@ -523,6 +524,101 @@ choose_master(struct coord *c)
 	return 0;
 }
 
+struct named {
+	const char *host;
+	int rank;
+};
+
+static int
+cmp_named(const void *a, const void *b)
+{
+	const struct named *x = a, *y = b;
+	int d = strcmp(x->host, y->host);
+
+	return d ? d : (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/*
+ * Host names that more than one rank reported (several agents on one
+ * host, or one VIGIL_NODE_NAME given to several), into BUF as "'vm' is
+ * ranks 0, 1, 2; 'gpu1' is ranks 4, 5", NAMES_IN_LINE ranks a name at
+ * most.  Sorted, so O(N log N) for thousands of ranks.  Returns how many
+ * names are shared (0: every rank has its own), or -ENOMEM.
+ */
+static int
+shared_names(const struct coord *c, char *buf, size_t len)
+{
+	struct named *v = calloc((size_t)c->n, sizeof(*v));
+	size_t used = 0;
+	int k = 0, shared = 0, unnamed = 0;
+
+	if (!v)
+		return -ENOMEM;
+	buf[0] = '\0';
+	for (int r = 0; r < c->n; r++)
+		if (!c->nodes[r].lost && c->nodes[r].host)
+			v[k++] = (struct named){ c->nodes[r].host, r };
+	qsort(v, (size_t)k, sizeof(*v), cmp_named);
+	for (int i = 0, j; i < k; i = j) {
+		for (j = i + 1; j < k && strcmp(v[j].host, v[i].host) == 0; j++)
+			;
+		if (j - i < 2)
+			continue;
+		shared++;
+		if (used + 64 >= len) {
+			unnamed++;
+			continue;
+		}
+		/* one name, ranks v[i..j) */
+		for (int m = i; m < j && used + 24 < len; m++) {
+			int w = m == i ? snprintf(buf + used, len - used, "%s'%.64s' is ranks %d",
+			                          used ? "; " : "", v[m].host, v[m].rank) :
+			        m - i == NAMES_IN_LINE ? snprintf(buf + used, len - used, " (+%d more)",
+			                                          j - m) :
+			        snprintf(buf + used, len - used, ", %d", v[m].rank);
+
+			if (w < 0 || used + (size_t)w >= len)
+				break;
+			used += (size_t)w;
+			if (m - i == NAMES_IN_LINE)
+				break;
+		}
+	}
+	if (unnamed)
+		snprintf(buf + used, len - used, "; %d more name%s", unnamed, plural(unnamed));
+	free(v);
+	return shared;
+}
+
+/*
+ * Ranks that share a name make hostfiles that name a host twice, which
+ * DeepSpeed's runner (_parse_hostfile: "Hostfile contains multiple
+ * entries") and Open MPI refuse: a no-go in hostfile modes, said in
+ * words the user can act on.  Elsewhere only the report and the exclude
+ * list cannot tell the ranks apart: a warning.  Returns 1 on no-go.
+ */
+static int
+check_names(struct coord *c, double now, struct msg_plan *plan)
+{
+	char names[200], msg[512];
+	int n = shared_names(c, names, sizeof(names));
+
+	if (n <= 0)
+		return n;
+	if (!c->o.unique_hosts) {
+		say(c, "vigil: warning: agents share a host name (%s): the report and the exclude "
+		    "list cannot tell them apart; start one agent per node (mpirun --map-by "
+		    "ppr:1:node), or give each agent its own name with VIGIL_NODE_NAME", names);
+		return 0;
+	}
+	snprintf(msg, sizeof(msg), "agents share a host name (%s), and a hostfile names each "
+	         "host once (DeepSpeed and Open MPI refuse a host named twice): start one agent "
+	         "per node (mpirun --map-by ppr:1:node), or give each agent its own name with "
+	         "VIGIL_NODE_NAME; not starting the training", names);
+	no_go(c, VIGIL_EXIT_USAGE, msg, now, plan);
+	return 1;
+}
+
 int
 coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan *plan)
 {
@@ -537,6 +633,9 @@ coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan 
 	if (rc < 0)
 		return rc;
 	plan->finalize = !c->never_arrived;
+	rc = check_names(c, now, plan);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
 	if (blocked) {
 		/* The pre-check said no somewhere: say so once, here, for every node. */
 		bool elastic = c->o.min_nodes > 0 && c->n - blocked >= c->o.min_nodes;
@@ -646,6 +745,7 @@ record_result(struct coord *c, struct cnode *n, const struct msg_result *r)
 	n->signal = r->signal;
 	n->agent_signal = r->agent_signal;
 	n->seconds = r->seconds;
+	n->output_lost = r->output_lost;
 	free(n->error);
 	n->error = r->error ? strdup(r->error) : NULL;
 	n->ckpt = r->ckpt;
@@ -1452,6 +1552,8 @@ node_json(const struct coord *c, int r)
 	if (n->error)
 		cJSON_AddStringToObject(o, "error", n->error);
 	cJSON_AddNumberToObject(o, "seconds", n->seconds);
+	if (n->output_lost > 0)
+		cJSON_AddNumberToObject(o, "output_lost_bytes", n->output_lost);
 	if (n->tail)
 		cJSON_AddItemToObject(o, "stderr_tail", tail_json(n));
 	return o;
@@ -1513,6 +1615,7 @@ cJSON *
 coord_report(const struct coord *c, double now)
 {
 	cJSON *r = cJSON_CreateObject(), *nodes, *fn;
+	double lost = 0;
 
 	if (!r)
 		return NULL;
@@ -1535,6 +1638,11 @@ coord_report(const struct coord *c, double now)
 	cJSON_AddNumberToObject(r, "resumes", c->o.resumes_done);
 	first_failure_json(c, r);
 	checkpoint_json(c, r);
+	/* a reader of the output that went away (`vigil run | head`): the
+	 * job went on, and the report says what was not seen */
+	for (int k = 0; k < c->n; k++)
+		lost += c->nodes[k].output_lost;
+	cJSON_AddNumberToObject(r, "output_lost_bytes", lost);
 	return r;
 }
 

@@ -73,6 +73,8 @@ struct coord_opts {
 	const char *master_addr;    /* --master-addr, or NULL: the first member's address */
 	int master_port;            /* --master-port, or 0: ops->free_port() */
 	const char *job_id;         /* for messages about the allocation (SLURM_JOB_ID); NULL */
+	bool unique_hosts;          /* hostfile modes: ranks sharing a host name are a no-go
+	                             * (VIGIL_EXIT_USAGE); otherwise a warning */
 };
 
 struct coord_ops {
@@ -111,7 +113,10 @@ int coord_set_node(struct coord *c, int rank, const char *addr, int slots);
  * Go or no-go from every node's pre-check report G: a node that sent
  * nothing, or whose verdict reaches the pre-check level, is left out;
  * elastic (--min-nodes) goes on with the rest when enough remain, else
- * the job does not start.  Fills PLAN (its strings and arrays are owned
+ * the job does not start.  Ranks that share a host name (agents on one
+ * host) are a no-go with VIGIL_EXIT_USAGE under O->unique_hosts (a
+ * hostfile names each host once), a warning otherwise; finding them is
+ * O(N log N).  Fills PLAN (its strings and arrays are owned
  * by C and valid until the next call or coord_free(); job and finalize
  * are left for the caller) and says once what was decided.  On go, the
  * coordinator is RUNNING from NOW.  Returns 0, or -ENOMEM.

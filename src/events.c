@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +15,12 @@
 #include <sys/sysmacros.h>
 
 #include "events.h"
+#include "json.h"
 
 struct events {
 	int fd;
+	bool regular;  /* a regular file: a torn line can be taken back */
+	bool fresh;    /* the log ends in a torn line: the next event starts a new one */
 };
 
 /*
@@ -41,6 +45,81 @@ check_target(int fd, char *why, size_t whylen)
 	return -EINVAL;
 }
 
+/*
+ * Open PATH for appending without following a link that another user
+ * could have planted: a symbolic link is followed only when it belongs to
+ * the caller or root (/dev/stdout is root's), as fs.protected_symlinks
+ * does in sticky directories, but everywhere and whatever the sysctl.
+ */
+static int
+open_log(const char *path, char *why, size_t whylen)
+{
+	const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+	struct stat st;
+	int fd;
+
+	/* O_NONBLOCK: opening a FIFO for writing otherwise waits for a reader
+	 * that may never come, with the whole agent stuck in open(). */
+	fd = open(path, flags | O_NOFOLLOW, 0644);
+	if (fd >= 0 || errno != ELOOP)
+		return fd < 0 ? -errno : fd;
+	if (lstat(path, &st) < 0)
+		return -errno;
+	if (S_ISLNK(st.st_mode) && st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(why, whylen, "a symbolic link of another user (uid %lu): not followed",
+		         (unsigned long)st.st_uid);
+		return -ELOOP;
+	}
+	fd = open(path, flags, 0644);
+	return fd < 0 ? -errno : fd;
+}
+
+/* The last byte of the regular file FD, or -1 when it is empty or unreadable. */
+static int
+last_byte(int fd, off_t size)
+{
+	char proc[64];
+	unsigned char c;
+	int rfd, b = -1;
+
+	if (size <= 0)
+		return -1;
+	/* The log is open for writing only; the same file again, to read. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	rfd = open(proc, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (rfd < 0)
+		return -1;
+	if (pread(rfd, &c, 1, size - 1) == 1)
+		b = c;
+	(void)close(rfd);
+	return b;
+}
+
+/* A regular file must be the caller's or root's: one another user made in
+ * a shared directory could be read by them, or swapped under the agent. */
+static int
+check_owner(struct events *ev, char *why, size_t whylen)
+{
+	struct stat st;
+	int last;
+
+	if (fstat(ev->fd, &st) < 0)
+		return -errno;
+	ev->regular = S_ISREG(st.st_mode);
+	if (!ev->regular)
+		return 0;
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(why, whylen, "a file of another user (uid %lu): vigil appends only to "
+		         "files of its own user or root", (unsigned long)st.st_uid);
+		return -EPERM;
+	}
+	/* A log that a full disk left with half a line (this agent's or an
+	 * older one's): the first event goes on a line of its own. */
+	last = last_byte(ev->fd, st.st_size);
+	ev->fresh = last >= 0 && last != '\n';
+	return 0;
+}
+
 int
 events_open_why(const char *path, struct events **out, char *why, size_t whylen)
 {
@@ -54,20 +133,20 @@ events_open_why(const char *path, struct events **out, char *why, size_t whylen)
 		whylen = sizeof(scratch);
 	}
 	why[0] = '\0';
-	ev = malloc(sizeof(*ev));
+	ev = calloc(1, sizeof(*ev));
 	if (!ev)
 		return -ENOMEM;
-	/* O_NONBLOCK: opening a FIFO for writing otherwise waits for a reader
-	 * that may never come, with the whole agent stuck in open(). */
-	ev->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
+	ev->fd = open_log(path, why, whylen);
 	if (ev->fd < 0) {
-		rc = -errno;
+		rc = ev->fd;
 		if (rc == -ENXIO)
 			snprintf(why, whylen, "a FIFO that nobody reads: refused rather than waited on");
 		free(ev);
 		return rc;
 	}
 	rc = check_target(ev->fd, why, whylen);
+	if (rc == 0)
+		rc = check_owner(ev, why, whylen);
 	/* Back to blocking writes: an event is written whole (one write), as
 	 * on the agent's own stdout. */
 	flags = rc == 0 ? fcntl(ev->fd, F_GETFL) : -1;
@@ -128,29 +207,68 @@ fail:
 	return NULL;
 }
 
+/*
+ * LEN bytes of LINE, whole or not at all: one write() (more only where a
+ * pipe or terminal takes it in parts).  When a regular file took part of
+ * it (a full disk, a quota, a file size limit), the part is cut off
+ * again, where the write put it; what cannot be cut off leaves the next
+ * event to start a new line.
+ */
+static int
+write_line(struct events *ev, const char *line, size_t len)
+{
+	size_t off = 0;
+	off_t start = -1;
+	int rc = 0;
+
+	while (off < len) {
+		ssize_t w = write(ev->fd, line + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			rc = -errno;
+			break;
+		}
+		if (off == 0 && ev->regular) {
+			/* O_APPEND put the bytes at the end as it was then, and
+			 * the offset after them: where this line began */
+			off_t end = lseek(ev->fd, 0, SEEK_CUR);
+
+			start = end >= w ? end - w : -1;
+		}
+		off += (size_t)w;
+	}
+	if (rc == 0) {
+		ev->fresh = false;
+		return 0;
+	}
+	if (off > 0 && !(start >= 0 && ftruncate(ev->fd, start) == 0))
+		ev->fresh = true;
+	return rc;
+}
+
 int
 events_write(struct events *ev, const cJSON *event)
 {
-	char *text = cJSON_PrintUnformatted(event);
-	size_t len, off = 0;
-	int rc = 0;
+	char *text = json_print(event, false), *line;
+	size_t len, lead = ev->fresh ? 1 : 0;
+	int rc;
 
 	if (!text)
 		return -ENOMEM;
 	len = strlen(text);
-	text[len++] = '\n';  /* replaces the NUL: the buffer holds len bytes */
-	while (off < len) {
-		ssize_t w = write(ev->fd, text + off, len - off);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -errno;
-			break;
-		}
-		off += (size_t)w;
+	line = malloc(lead + len + 1);
+	if (!line) {
+		free(text);
+		return -ENOMEM;
 	}
+	line[0] = '\n';  /* ends the torn line before it, when there is one */
+	memcpy(line + lead, text, len);
+	line[lead + len] = '\n';
 	free(text);
+	rc = write_line(ev, line, lead + len + 1);
+	free(line);
 	return rc;
 }
 

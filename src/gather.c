@@ -10,6 +10,7 @@
 
 #include "vigil.h"
 #include "gather.h"
+#include "json.h"
 
 char *
 gather_payload(const char *node, int rank, const struct check_report *r,
@@ -33,7 +34,7 @@ gather_payload(const char *node, int rank, const struct check_report *r,
 			goto out;
 		cJSON_AddItemToObject(o, "report", rep);
 	}
-	text = cJSON_PrintUnformatted(o);
+	text = json_print(o, false);
 out:
 	cJSON_Delete(o);
 	return text;

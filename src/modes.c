@@ -26,6 +26,7 @@
 #include <cJSON.h>
 
 #include "cmdline.h"
+#include "json.h"
 #include "log.h"
 #include "modes.h"
 #include "util.h"
@@ -587,11 +588,11 @@ tf_config(const struct mode_plan *p)
 	    !cJSON_AddNumberToObject(task, "index", is_ps ? p->node_rank : p->node_rank - p->ps) ||
 	    !cJSON_AddStringToObject(root, "environment", "cloud"))
 		goto out;
-	json = cJSON_PrintUnformatted(root);
+	json = json_print(root, false);
 	if (json)
 		entry = strf("TF_CONFIG=%s", json);
 out:
-	cJSON_free(json);
+	free(json);
 	cJSON_Delete(root);
 	return entry;
 }

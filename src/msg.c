@@ -9,7 +9,7 @@
  *            plan follows as a broadcast of LEN bytes
  *   result   {"node", "attempt", "idle", "seconds", "exit_code", "signal"?,
  *             "agent_signal"?, "error"?, "checkpoint"?: {"confirmed", "why"},
- *             "stderr_tail": [lines]}
+ *             "stderr_tail": [lines], "output_lost"?}
  *   command  {"command": "stop"|"checkpoint"|"restart"|"perf", "reason"?,
  *             "attempt"?, "master_addr"?, "master_port"?, "members"?: [r]}
  *   final    {"exit_code", "state", "finalize", "hold"?, "cycles"}
@@ -41,6 +41,7 @@
 #define TAIL_MAX 1000           /* stderr lines in a result */
 #define FINDINGS_MAX 100000
 #define SLOTS_MAX 1000000
+#define BYTES_MAX 9007199254740992.0  /* 2^53: counts of bytes stay exact in a double */
 
 static const char *const command_names[] = {
 	[MSG_CMD_STOP] = "stop",
@@ -184,6 +185,8 @@ encode_result(cJSON *o, const struct msg_result *r, bool *ok)
 	for (int i = 0; tail && i < r->ntail; i++)
 		if (!cJSON_AddItemToArray(tail, cJSON_CreateString(r->tail[i] ? r->tail[i] : "")))
 			*ok = false;
+	if (r->output_lost > 0)
+		put_num(o, "output_lost", r->output_lost, ok);
 }
 
 static void
@@ -438,6 +441,9 @@ decode_result(const cJSON *o, struct msg_result *r)
 	if (json_get_num(o, "seconds", 0, SECONDS_MAX, &secs) < 0)
 		return -EINVAL;
 	r->seconds = secs;
+	rc = json_get_num(o, "output_lost", 0, BYTES_MAX, &r->output_lost);
+	if (rc < 0 && rc != -ENOENT)
+		return -EINVAL;
 	ck = cJSON_GetObjectItemCaseSensitive(o, "checkpoint");
 	if (ck) {
 		r->ckpt = true;

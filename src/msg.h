@@ -90,6 +90,8 @@ struct msg_result {
 	const char *ckpt_why;    /* the verdict's reason (ckpt.h); NULL without ckpt */
 	const char **tail;       /* the training's last stderr lines, oldest first */
 	int ntail;
+	double output_lost;      /* bytes of the training's output this node could not pass
+	                          * on so far (its reader went away); 0 */
 };
 
 struct msg_finding {

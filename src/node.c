@@ -30,6 +30,7 @@
 #include "output.h"
 #include "prep.h"
 #include "progress.h"
+#include "rundir.h"
 #include "sig.h"
 #include "vhealth.h"
 #include "wlog.h"
@@ -65,6 +66,7 @@ struct node {
 	char *job;
 	int attempt;
 	bool member;
+	struct rundir rundir;     /* hostfiles (deepspeed, horovod); removed by node_free() */
 
 	/* this attempt's training */
 	struct mode_launch launch;
@@ -222,6 +224,9 @@ send_result(struct node *n, bool idle)
 	for (int i = 0; i < r->ntail; i++)
 		tail[i] = lines[i];
 	r->tail = tail;
+	/* so far: what the report can say of a reader that went away */
+	r->output_lost = (double)((n->out ? output_lost(n->out) : 0) +
+	                          (n->err ? output_lost(n->err) : 0));
 	send_msg(n, &m);
 }
 
@@ -314,20 +319,25 @@ close_child_fd(struct node *n, int fd)
 }
 
 /* The run directory: --run-dir, else $TMPDIR/vigil.JOB. */
-static void run_dir(const struct node *n, char *buf, size_t len);
-
 /* Where hidden output is kept: --node-logs, else RUN-DIR/logs. */
 static void
 logs_dir(const struct node *n, char *buf, size_t len)
 {
-	char dir[4096];
+	char cwd[3800];
 
 	if (n->ro->node_logs) {
 		snprintf(buf, len, "%s", n->ro->node_logs);
 		return;
 	}
-	run_dir(n, dir, sizeof(dir));
-	snprintf(buf, len, "%s/logs", dir);
+	if (n->ro->run_dir) {
+		snprintf(buf, len, "%s/logs", n->ro->run_dir);
+		return;
+	}
+	/* not in the private run directory, which goes at the end: beside
+	 * the job, as Slurm's own output files are */
+	if (!getcwd(cwd, sizeof(cwd)))
+		snprintf(cwd, sizeof(cwd), "%s", "/tmp");
+	snprintf(buf, len, "%s/vigil-logs.%s", cwd, n->job ? n->job : "job");
 }
 
 /*
@@ -827,16 +837,33 @@ node_take_plan(struct node *n, const struct msg_plan *p)
 	return set_attempt(n, p->members, p->nmembers, p->master_addr, p->master_port);
 }
 
-/* The run directory: --run-dir, else $TMPDIR/vigil.JOB. */
-static void
-run_dir(const struct node *n, char *buf, size_t len)
+/* Whether this job's hostfiles go into the run directory. */
+static bool
+uses_run_dir(const struct run_opts *ro)
 {
-	const char *tmp = getenv("TMPDIR");
+	return (ro->mode == MODE_DEEPSPEED && !ro->hostfile) ||
+	       (ro->mode == MODE_HOROVOD && (!ro->hostfile || !ro->mpich_hostfile));
+}
 
-	if (n->ro->run_dir)
-		snprintf(buf, len, "%s", n->ro->run_dir);
-	else
-		snprintf(buf, len, "%s/vigil.%s", tmp && *tmp ? tmp : "/tmp", n->job);
+/*
+ * The run directory, once per job where the mode writes hostfiles:
+ * --run-dir when it is safe, else a new private directory (rundir.h),
+ * never a name another user could guess and make first.  0, or a negative
+ * errno with why in ERR (rundir_usage_error(): the user's --run-dir).
+ */
+static int
+prepare_run_dir(struct node *n, char *err, size_t errlen)
+{
+	char warn[512];
+	int rc;
+
+	if (n->rundir.path[0] || !uses_run_dir(n->ro))
+		return 0;
+	rc = rundir_prepare(&n->rundir, n->ro->run_dir, getenv("TMPDIR"), err, errlen, warn,
+	                    sizeof(warn));
+	if (warn[0] && n->o.rank == 0)
+		LOG_WARN("%s", warn);
+	return rc;
 }
 
 /*
@@ -846,7 +873,8 @@ run_dir(const struct node *n, char *buf, size_t len)
 static int
 build_launch(struct node *n, char *err, size_t errlen)
 {
-	char hostfile[4096], mpich[4096], dir[3900];
+	char hostfile[4096], mpich[4096];
+	const char *dir = n->rundir.path;
 	struct mode_plan mp = { 0 };
 	int me = -1, rc;
 
@@ -865,13 +893,13 @@ build_launch(struct node *n, char *err, size_t errlen)
 		n->mnodes[i].slots = r < n->nranks && n->slots[r] > 0 ? n->slots[r] : 1;
 	}
 	n->member = me >= 0;
-	run_dir(n, dir, sizeof(dir));
+	/* without a run directory (a mode without hostfiles) no path is made up */
 	snprintf(hostfile, sizeof(hostfile), "%s", n->ro->hostfile ? n->ro->hostfile : "");
-	if (!n->ro->hostfile)
-		snprintf(hostfile, sizeof(hostfile), "%s/hostfile", dir);
+	if (!n->ro->hostfile && dir[0])
+		snprintf(hostfile, sizeof(hostfile), "%.3900s/hostfile", dir);
 	snprintf(mpich, sizeof(mpich), "%s", n->ro->mpich_hostfile ? n->ro->mpich_hostfile : "");
-	if (!n->ro->mpich_hostfile)
-		snprintf(mpich, sizeof(mpich), "%s/mpich_hostfile", dir);
+	if (!n->ro->mpich_hostfile && dir[0])
+		snprintf(mpich, sizeof(mpich), "%.3900s/mpich_hostfile", dir);
 	mp.mode = n->ro->mode;
 	mp.nodes = n->mnodes;
 	mp.nnodes = n->nmembers;
@@ -960,6 +988,13 @@ node_launch(struct node *n)
 	/* which attempt this is, for the training (故障重启) */
 	snprintf(count, sizeof(count), "%d", n->attempt);
 	setenv("VIGIL_RESTART_COUNT", count, 1);
+	rc = prepare_run_dir(n, err, sizeof(err));
+	if (rc < 0) {
+		n->start_code = rundir_usage_error(rc) ? VIGIL_EXIT_USAGE : VIGIL_EXIT_INTERNAL;
+		snprintf(n->start_error, sizeof(n->start_error), "%s", err);
+		send_result(n, false);
+		return 0;
+	}
 	rc = build_launch(n, err, sizeof(err));
 	if (rc == -ENOMEM)
 		return rc;
@@ -1020,7 +1055,9 @@ node_describe(struct node *n)
 
 	if (!f)
 		return NULL;
-	rc = build_launch(n, err, sizeof(err));
+	rc = prepare_run_dir(n, err, sizeof(err));
+	if (rc == 0)
+		rc = build_launch(n, err, sizeof(err));
 	fprintf(f, "== %s (rank %d, %s mode)\n", n->name, n->o.rank, mode_name(n->ro->mode));
 	if (rc < 0)
 		fprintf(f, "error: %s\n", rc == -ENOMEM ? strerror(ENOMEM) : err);
@@ -1271,6 +1308,16 @@ node_free(struct node *n)
 	if (n->child)
 		(void)child_kill_tree(n->child);
 	child_free(n->child);
+	/* the training is gone: nothing reads the hostfiles any more */
+	if (n->rundir.made) {
+		char dir[sizeof(n->rundir.path)];
+		int rc;
+
+		memcpy(dir, n->rundir.path, sizeof(dir));
+		rc = rundir_release(&n->rundir);
+		if (rc < 0)
+			LOG_WARN("cannot remove the run directory %s: %s", dir, strerror(-rc));
+	}
 	ckpt_confirm_free(n->confirm);
 	free(n->slot_vendors);
 	output_free(n->out);

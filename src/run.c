@@ -103,6 +103,7 @@ struct job {
 	sigset_t oldmask;
 	struct events *ev;
 	bool said_events;
+	int events_lost;             /* events the log could not take (a full disk) */
 	double t0;                   /* the agent's start, on the loop's clock */
 	enum phase phase;
 	struct loop_timer *phase_timer;  /* ends the current phase if peers are late */
@@ -220,8 +221,11 @@ job_event(void *arg, const char *node, int rank, const char *kind, const char *s
 	if (!e)
 		return;
 	rc = events_write(j->ev, e);
+	if (rc < 0)
+		j->events_lost++;
 	if (rc < 0 && !j->said_events) {
-		LOG_ERR("cannot write an event to %s: %s", j->o->events, strerror(-rc));
+		LOG_ERR("cannot write the %s event to %s: %s; the log keeps whole events only, "
+		        "and this one is not in it", kind, j->o->events, strerror(-rc));
 		j->said_events = true;
 	}
 	cJSON_Delete(e);
@@ -1476,6 +1480,7 @@ new_coord(struct job *j, int self)
 		.heartbeat_timeout_s = j->o->heartbeat_timeout_s, .ckpt_lead_s = j->o->ckpt_lead_s,
 		.hold_s = j->o->hold_s, .master_addr = j->o->master_addr,
 		.master_port = j->o->master_port, .job_id = getenv("SLURM_JOB_ID"),
+		.unique_hosts = j->o->mode == MODE_DEEPSPEED || j->o->mode == MODE_HOROVOD,
 	};
 	struct coord_ops ops = { coord_send, job_event, job_say, free_port, j };
 
@@ -1808,6 +1813,9 @@ tear_down(struct job *j)
 		rc = events_close(j->ev);
 		if (rc < 0)
 			LOG_ERR("cannot write events to %s: %s", j->o->events, strerror(-rc));
+		if (j->events_lost > 0)
+			LOG_ERR("%d event%s could not be written to %s", j->events_lost,
+			        j->events_lost == 1 ? "" : "s", j->o->events);
 	}
 	node_free(j->node);
 	prep_free(j->prep);

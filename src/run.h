@@ -29,7 +29,7 @@ struct run_opts {
 	const char *topology;
 	const char *events;
 	const char *report;
-	const char *run_dir;   /* hostfiles; default $TMPDIR/vigil.<job> */
+	const char *run_dir;   /* hostfiles (deepspeed, horovod); NULL: a private one (rundir.h) */
 	const char *hostfile;
 	const char *mpich_hostfile;
 	const char *master_addr;

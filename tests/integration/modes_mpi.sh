@@ -22,9 +22,21 @@ job_existed=no; [ -e /job ] && job_existed=yes
 cleanup_job() { [ "$job_existed" = no ] && [ "$(id -u)" = 0 ] && rm -rf /job; cleanup_scratch; }
 trap cleanup_job EXIT
 # Every mpirun here is bounded: a training that hangs the agents' MPI_Finalize
-# must fail the test, not hang it.
-vrun() { timeout -k 5 90 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none -np "$np" \
-	"$VIGIL" run --precheck off --run-dir "$SCRATCH/rd" "$@"; }
+# must fail the test, not hang it.  The agents on this one host get names
+# of their own (a hostfile names a host once: vigil refuses two agents of
+# one name in the hostfile modes); both are this host to mpiexec.hydra.
+names=("$(hostname)" localhost)
+vrun() {
+	local args=() i
+	for ((i = 0; i < np; i++)); do
+		[ "$i" -eq 0 ] || args+=(:)
+		args+=(-np 1 env VIGIL_NODE_NAME="${names[i]}" "$VIGIL" run --precheck off \
+			--run-dir "$SCRATCH/rd" "$@")
+	done
+	timeout -k 5 90 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none "${args[@]}"
+}
+# made here, so vigil keeps it after each job: the tests read the hostfiles
+mkdir -m 0700 "$SCRATCH/rd"
 
 # 3. An MPI training under every mode: a singleton on each node.
 for mode in single pytorch deepspeed tensorflow; do
@@ -81,14 +93,14 @@ out=$(HYDRA_IFACE=lo vrun --mode horovod -- mpiexec.hydra -n 2 sh -c 'echo "hydr
 expect_eq "MPICH hostfile run exit" 0 "$rc"
 expect_eq "mpiexec.hydra started 2 ranks from the hostfile" "hydra 0 of 2 on $host via lo,hydra 1 of 2 on $host via lo" \
 	"$(printf '%s\n' "$out" | grep '^hydra ' | sort | paste -sd, -)"
-expect_eq "MPICH hostfile content" "$host:1,$host:1" "$(paste -sd, "$SCRATCH/rd/mpich_hostfile")"
+expect_eq "MPICH hostfile content" "$host:1,localhost:1" "$(paste -sd, "$SCRATCH/rd/mpich_hostfile")"
 
 # Horovod's own host parser (horovod/runner/common/util/hosts.py,
 # parse_host_files: the first word, then what follows "=") reads the Open
 # MPI hostfile as "host:slots" - Horovod is not in Debian: its documented
 # contract, applied to the file vigil wrote.
 parsed=$(while read -r line; do set -- $line; printf '%s:%s\n' "$1" "${line#*=}"; done < "$SCRATCH/rd/hostfile" | paste -sd, -)
-expect_eq "Horovod's parser reads the hostfile" "$host:1,$host:1" "$parsed"
+expect_eq "Horovod's parser reads the hostfile" "$host:1,localhost:1" "$parsed"
 # horovodrun without hosts would run on localhost only: it gets the hostfile.
 out=$(vrun --mode horovod --dry-run -- horovodrun -np 2 python train.py 2>&1)
 expect_match "horovodrun gets --hostfile" "command: horovodrun --hostfile=$SCRATCH/rd/hostfile -np 2 python train.py" "$out"
@@ -150,10 +162,10 @@ expect_eq "deepspeed: one job of 2 nodes x 2 slots" "0 1 2 3" \
 expect_eq "deepspeed: one world size" "4" "$(printf '%s\n' "$ds" | awk '{print $5}' | sort -u)"
 expect_eq "deepspeed: one master" 1 "$(printf '%s\n' "$ds" | awk '{print $7}' | sort -u | wc -l)"
 expect_match "deepspeed: the script's own arguments" 'args --local_rank=[01] --deepspeed --deepspeed_config ds_config.json' "$out"
-expect_eq "deepspeed: the job's hostfile" "$host slots=2,$host slots=2" "$(paste -sd, "$SCRATCH/rd/hostfile")"
+expect_eq "deepspeed: the job's hostfile" "$host slots=2,localhost slots=2" "$(paste -sd, "$SCRATCH/rd/hostfile")"
 if [ "$(id -u)" = 0 ] && [ "$job_existed" = no ]; then
 	# root on a node without /job: the hostfile also where DeepSpeed looks
-	expect_eq "deepspeed: /job/hostfile" "$host slots=2,$host slots=2" "$(paste -sd, /job/hostfile 2>&1)"
+	expect_eq "deepspeed: /job/hostfile" "$host slots=2,localhost slots=2" "$(paste -sd, /job/hostfile 2>&1)"
 fi
 # /job not private to the caller: not written there, said so, the job runs.
 if [ "$(id -u)" != 0 ] || [ "$job_existed" = yes ]; then

@@ -108,7 +108,12 @@ expect_match "tagged lines" '^\[nodeX:2\] hello 2$' "$out"
 expect_eq "four tagged lines" 4 "$(printf '%s\n' "$out" | grep -c '^\[nodeX:[0-3]\] hello [0-3]$')"
 
 # --dry-run: each node's environment, files and command, in rank order, nothing run.
-out=$(vrun --dry-run --mode deepspeed --run-dir "$SCRATCH/rd" -- deepspeed train.py 2>&1); rc=$?
+# (a node name each: a hostfile names a host once, so agents sharing one are refused)
+mpmd=
+for i in 0 1 2 3; do
+	mpmd="$mpmd${mpmd:+ :} -np 1 env VIGIL_NODE_NAME=n$i $VIGIL run --precheck off --dry-run --mode deepspeed --run-dir $SCRATCH/rd -- deepspeed train.py"
+done
+out=$(timeout -k 5 60 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none $mpmd 2>&1); rc=$?
 expect_eq "dry run exit" 0 "$rc"
 expect_eq "four node sections in order" "0 1 2 3" "$(printf '%s\n' "$out" | sed -n 's/^== .* (rank \([0-9]\), deepspeed mode)$/\1/p' | tr '\n' ' ' | sed 's/ $//')"
 expect_match "hostfile shown" "file: $SCRATCH/rd/hostfile" "$out"

@@ -20,6 +20,7 @@
 #include "gather.h"
 #include "json.h"
 #include "msg.h"
+#include "util.h"
 
 #define MAXREC 256
 
@@ -366,6 +367,131 @@ test_plan_no_free_port(void **state)
 	assert_false(f->plan.go);
 	assert_int_equal(f->plan.exit_code, VIGIL_EXIT_INTERNAL);
 	assert_true(said(&f->rec, "cannot find a free port"));
+}
+
+/* ---- agents that share a host name ------------------------------------------------ */
+
+/* Plan SIZE ranks, every pre-check passing, rank R named NAME(R). */
+static void
+start_named(struct fx *f, const char *(*name)(int rank, char *buf, size_t len))
+{
+	struct coord_ops ops = { rec_send, rec_event, rec_say, fixed_port, &f->rec };
+	struct gather g = { 0 };
+
+	f->c = coord_new(&f->o, &ops, 0);
+	assert_non_null(f->c);
+	assert_int_equal(gather_init(&g, f->o.size), 0);
+	for (int r = 0; r < f->o.size; r++) {
+		struct check_report rep = { 0 };
+		char buf[64];
+		char *p = gather_payload(name(r, buf, sizeof(buf)), r, &rep, NULL);
+
+		assert_non_null(p);
+		assert_int_equal(coord_set_node(f->c, r, "10.0.0.1", 2), 0);
+		assert_int_equal(gather_add(&g, r, p, 60), 0);
+		free(p);
+	}
+	assert_int_equal(coord_plan(f->c, &g, 0, &f->plan), 0);
+	gather_free(&g);
+}
+
+/* mpirun -np 4 on two hosts without --map-by ppr:1:node */
+static const char *
+two_hosts(int rank, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", rank % 2 ? "gpu2" : "gpu1");
+	return buf;
+}
+
+static void
+test_shared_names_hostfile_mode(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.size = 4;
+	f->o.unique_hosts = true;
+	start_named(f, two_hosts);
+	assert_false(f->plan.go);
+	assert_int_equal(f->plan.exit_code, VIGIL_EXIT_USAGE);
+	assert_true(said(&f->rec, "agents share a host name ('gpu1' is ranks 0, 2; 'gpu2' is "
+	                 "ranks 1, 3)"));
+	assert_true(said(&f->rec, "mpirun --map-by ppr:1:node"));
+	assert_true(said(&f->rec, "VIGIL_NODE_NAME"));
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_USAGE);
+}
+
+static void
+test_shared_names_warned(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.size = 4;
+	start_named(f, two_hosts);
+	assert_true(f->plan.go);
+	assert_true(said(&f->rec, "warning: agents share a host name ('gpu1' is ranks 0, 2; "
+	                 "'gpu2' is ranks 1, 3): the report and the exclude list cannot tell "
+	                 "them apart"));
+}
+
+/* 10,000 nodes, two of which took one name: found, named, fast. */
+static const char *
+big_cluster(int rank, char *buf, size_t len)
+{
+	snprintf(buf, len, "node%05d", rank == 9876 ? 123 : rank);
+	return buf;
+}
+
+static const char *
+one_host(int rank, char *buf, size_t len)
+{
+	(void)rank;
+	snprintf(buf, len, "vm");
+	return buf;
+}
+
+static void
+test_shared_names_at_scale(void **state)
+{
+	struct fx *f = *state;
+	int64_t t0;
+
+	f->o.size = 10000;
+	f->o.unique_hosts = true;
+	t0 = util_now_ns();
+	start_named(f, big_cluster);
+	assert_false(f->plan.go);
+	assert_true(said(&f->rec, "('node00123' is ranks 123, 9876)"));
+	/* the whole plan, payloads parsed, well under a second (O(N log N)) */
+	assert_true(util_now_ns() - t0 < 2000000000LL);
+	coord_free(f->c);
+	rec_clear(&f->rec);
+	/* every rank on one host: the first ranks named, the rest counted */
+	f->o.size = 20;
+	start_named(f, one_host);
+	assert_true(said(&f->rec, "('vm' is ranks 0, 1, 2, 3, 4, 5, 6, 7 (+12 more))"));
+}
+
+/* Output nobody read (`vigil run | head`): the job goes on, the report says how much. */
+static void
+test_output_lost_reported(void **state)
+{
+	struct fx *f = *state;
+	struct msg_result r = { .node = "n1", .exit_code = 3, .seconds = 1, .output_lost = 4096 };
+	cJSON *rep, *nodes;
+
+	start(f, 0, 0);
+	coord_result(f->c, 0, &r, 1);
+	result(f, 1, 143, SIGTERM, 1);
+	result(f, 2, 143, SIGTERM, 1);
+	rep = report(f, 2);
+	assert_int_equal(json_int(rep, "exit_code", 0, 255, -1), 3);
+	assert_int_equal(json_int(rep, "output_lost_bytes", 0, 1LL << 50, -1), 4096);
+	nodes = cJSON_GetObjectItem(rep, "nodes");
+	assert_int_equal(json_int(cJSON_GetArrayItem(nodes, 0), "output_lost_bytes", 0,
+	                          1LL << 50, -1), 4096);
+	/* nothing said of a node that lost nothing */
+	assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(nodes, 1), "output_lost_bytes"));
+	cJSON_Delete(rep);
 }
 
 /* ---- ends ------------------------------------------------------------------------ */
@@ -1060,6 +1186,10 @@ main(void)
 		T(test_plan_elastic_start),
 		T(test_plan_node_never_reported),
 		T(test_plan_no_free_port),
+		T(test_shared_names_hostfile_mode),
+		T(test_shared_names_warned),
+		T(test_shared_names_at_scale),
+		T(test_output_lost_reported),
 		T(test_success),
 		T(test_failure_stops_everyone),
 		T(test_agent_signal_is_stopped),

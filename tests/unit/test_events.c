@@ -7,16 +7,19 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <cJSON.h>
 
 #include "vigil.h"
 #include "events.h"
+#include "util.h"
 
 struct fixture {
 	char dir[64];
@@ -43,8 +46,7 @@ teardown(void **state)
 {
 	struct fixture *f = *state;
 
-	unlink(f->path);
-	rmdir(f->dir);
+	(void)util_remove_tree(f->dir);
 	free(f);
 	return 0;
 }
@@ -70,6 +72,22 @@ read_events(const char *path, cJSON **out, int max)
 	}
 	fclose(fp);
 	return n;
+}
+
+/* The whole file as a string (the caller frees it). */
+static char *
+slurp_all(const char *path)
+{
+	FILE *fp = fopen(path, "r");
+	char *buf = calloc(1, 65536);
+	size_t n;
+
+	assert_non_null(fp);
+	assert_non_null(buf);
+	n = fread(buf, 1, 65535, fp);
+	buf[n] = '\0';
+	fclose(fp);
+	return buf;
 }
 
 static void
@@ -223,6 +241,132 @@ test_devices(void **state)
 	assert_string_equal(why, "not a regular file, a pipe or a terminal: refused");
 }
 
+static off_t
+size_of(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_size;
+}
+
+/*
+ * A disk that fills up in the middle of an event (here a file size limit,
+ * which cuts a write short the same way): the part that went in is taken
+ * back, the error comes back, and the log holds whole lines only; the
+ * next event, once there is room, is a line of its own.
+ */
+static void
+test_torn_write_taken_back(void **state)
+{
+	struct fixture *f = *state;
+	struct rlimit old, lim;
+	struct sigaction ign = { .sa_handler = SIG_IGN }, prev;
+	struct events *ev;
+	cJSON *e[8], *x;
+	off_t before;
+	int rc;
+
+	assert_int_equal(events_open(f->path, &ev), 0);
+	write_one(ev, "a", 0, "first");
+	before = size_of(f->path);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = (rlim_t)before + 40;  /* room for 40 bytes of the next line */
+	assert_int_equal(sigaction(SIGXFSZ, &ign, &prev), 0);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	x = events_make("b", 1, VIGIL_EVENT_CHECK, VIGIL_SEVERITY_ERROR, "cut short", NULL);
+	rc = events_write(ev, x);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	assert_int_equal(sigaction(SIGXFSZ, &prev, NULL), 0);
+	cJSON_Delete(x);
+	assert_int_equal(rc, -EFBIG);
+	assert_int_equal(size_of(f->path), before);
+	write_one(ev, "c", 2, "after");
+	assert_int_equal(events_close(ev), 0);
+	assert_int_equal(read_events(f->path, e, 8), 2);  /* whole lines only */
+	assert_string_equal(cJSON_GetObjectItem(e[1], "message")->valuestring, "after");
+	cJSON_Delete(e[0]);
+	cJSON_Delete(e[1]);
+}
+
+/* A log that ends in half a line (an older vigil, a crash): the first
+ * event starts a new line instead of being glued to it. */
+static void
+test_fresh_line_after_torn_log(void **state)
+{
+	struct fixture *f = *state;
+	const char torn[] = "{\"time\":\"2020-01-01T00:00:00.000Z\",\"node\":";
+	struct events *ev;
+	char *text, *nl;
+	cJSON *e;
+
+	assert_int_equal(util_write_atomic(f->path, torn, sizeof(torn) - 1, 0644), 0);
+	assert_int_equal(events_open(f->path, &ev), 0);
+	write_one(ev, "n", 3, "fresh");
+	write_one(ev, "n", 3, "fresh again");
+	assert_int_equal(events_close(ev), 0);
+	text = slurp_all(f->path);
+	assert_int_equal(strncmp(text, torn, sizeof(torn) - 1), 0);
+	nl = text + sizeof(torn) - 1;
+	assert_int_equal(*nl, '\n');
+	e = cJSON_Parse(nl + 1);  /* up to the next newline: cJSON stops at the object */
+	assert_non_null(e);
+	assert_string_equal(cJSON_GetObjectItem(e, "message")->valuestring, "fresh");
+	cJSON_Delete(e);
+	assert_null(strstr(nl + 1, "}\n\n"));  /* no empty line between the two */
+	free(text);
+}
+
+/* Bytes that are not UTF-8 (a training's output, a device name) are
+ * replaced: every line is valid UTF-8 for any JSON reader. */
+static void
+test_valid_utf8(void **state)
+{
+	struct fixture *f = *state;
+	struct events *ev;
+	char *text;
+
+	assert_int_equal(events_open(f->path, &ev), 0);
+	write_one(ev, "n", 0, "bad \xff\xfe bytes \xc3\x28 and \xe2\x82");
+	assert_int_equal(events_close(ev), 0);
+	text = slurp_all(f->path);
+	assert_true(util_utf8_valid(text, strlen(text)));
+	assert_non_null(strstr(text, "bad \xef\xbf\xbd\xef\xbf\xbd bytes"));
+	free(text);
+}
+
+/* As root on a shared node: another user's link is not followed, nor
+ * their file appended to; root's own link (/dev/stdout's kind) is. */
+static void
+test_planted_by_another_user(void **state)
+{
+	struct fixture *f = *state;
+	struct events *ev = (struct events *)0x1;
+	char why[160], victim[160], link[160];
+
+	if (geteuid() != 0)
+		skip();
+	snprintf(victim, sizeof(victim), "%s/victim", f->dir);
+	assert_int_equal(util_write_atomic_str(victim, "precious\n", 0644), 0);
+	snprintf(link, sizeof(link), "%s/link", f->dir);
+	assert_int_equal(symlink(victim, link), 0);
+	assert_int_equal(lchown(link, 65534, 65534), 0);
+	assert_int_equal(events_open_why(link, &ev, why, sizeof(why)), -ELOOP);
+	assert_null(ev);
+	assert_string_equal(why, "a symbolic link of another user (uid 65534): not followed");
+	assert_int_equal(size_of(victim), 9);
+	/* a file of theirs */
+	assert_int_equal(util_write_atomic_str(f->path, "", 0644), 0);
+	assert_int_equal(chown(f->path, 65534, 65534), 0);
+	assert_int_equal(events_open_why(f->path, &ev, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "a file of another user (uid 65534)"));
+	/* root's own link is followed */
+	assert_int_equal(lchown(link, 0, 0), 0);
+	assert_int_equal(events_open_why(link, &ev, why, sizeof(why)), 0);
+	assert_int_equal(events_close(ev), 0);
+}
+
 int
 main(void)
 {
@@ -233,6 +377,10 @@ main(void)
 		cmocka_unit_test(test_pipe_log),
 		cmocka_unit_test_setup_teardown(test_fifo, setup, teardown),
 		cmocka_unit_test(test_devices),
+		cmocka_unit_test_setup_teardown(test_torn_write_taken_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fresh_line_after_torn_log, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_valid_utf8, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_planted_by_another_user, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
