@@ -35,7 +35,7 @@
 
 #include <cJSON.h>
 
-#include "run.h"
+#include "run_opts.h"
 
 struct jobperf;
 struct peer;

@@ -26,7 +26,7 @@
 
 #include "config.h"
 #include "msg.h"
-#include "run.h"
+#include "run_opts.h"
 #include "topo.h"
 
 struct loop;

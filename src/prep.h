@@ -41,7 +41,7 @@
 
 #include "config.h"
 #include "msg.h"
-#include "run.h"
+#include "run_opts.h"
 
 struct loop;
 struct prep;
