@@ -94,15 +94,17 @@ with open(sys.argv[1], "wb") as f:
         f.write(block)
     f.write(b"x" * (1 << 20))
 PY
-vrun --output coordinator -- cat "$SCRATCH/big.bin" > "$SCRATCH/big.out" 2>/dev/null; rc=$?
+vrun --output coordinator --node-logs "$SCRATCH/biglogs" -- cat "$SCRATCH/big.bin" > "$SCRATCH/big.out" 2>/dev/null; rc=$?
 expect_eq "4 ranks of cat exit" 0 "$rc"
 if cmp -s "$SCRATCH/big.bin" "$SCRATCH/big.out"; then pass "101 MiB byte-exact under mpirun"
 else fail "differs: $(cmp "$SCRATCH/big.bin" "$SCRATCH/big.out" 2>&1 | head -1)"; fi
-rm -f "$SCRATCH"/big.*
+rm -rf "$SCRATCH"/big.* "$SCRATCH/biglogs"
 
 # --output coordinator: stdout of rank 0 only; --tag-output prefixes.
-out=$(vrun --output coordinator -- sh -c 'echo "line from $RANK"' 2>/dev/null)
+out=$(vrun --output coordinator --node-logs "$SCRATCH/logs" -- sh -c 'echo "line from $RANK"' 2>/dev/null)
 expect_eq "coordinator's stdout only" "line from 0" "$out"
+expect_eq "the others' stdout kept in their node log" "line from 1,line from 2,line from 3" \
+	"$(cat "$SCRATCH"/logs/*.out | sort | paste -sd, -)"
 out=$(VIGIL_NODE_NAME=nodeX vrun --tag-output -- sh -c 'echo "hello $RANK"' 2>/dev/null)
 expect_match "tagged lines" '^\[nodeX:2\] hello 2$' "$out"
 expect_eq "four tagged lines" 4 "$(printf '%s\n' "$out" | grep -c '^\[nodeX:[0-3]\] hello [0-3]$')"
