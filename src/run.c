@@ -661,11 +661,13 @@ take_final(struct job *j, const struct msg_final *f)
 
 static void watch_act(struct job *j, enum watch_action a, double now);
 
-/* The successor, before it takes over: the results that reach it early. */
+/* The successor, before it takes over: the results that reach it early.  A
+ * node that lost the coordinator sooner sends its result here before this
+ * node lost it too; only such a node sends one here, so each is kept. */
 static void
 keep_early(struct job *j, int src, const char *text)
 {
-	if (!j->watch || !watch_lost(j->watch) || j->rank != watch_successor(j->watch))
+	if (!j->watch || j->rank != watch_successor(j->watch))
 		return;
 	if (!j->early)
 		j->early = calloc((size_t)j->size, sizeof(*j->early));

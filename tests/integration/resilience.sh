@@ -111,9 +111,12 @@ expect_match "state file counts it" '"resumes": 1' "$(cat "$SCRATCH/state.json")
 
 # 5. Fault restart: node 1's training crashes every time; with --restart 2
 #    it runs three times everywhere, then the job ends with its status.
+#    Node 1 crashes once the other two said which attempt they run (a
+#    training ended before it printed a word would say nothing).
 log="$SCRATCH/restart.out"
+started='[ $(grep -c "^rank [02] of 3 restart $VIGIL_RESTART_COUNT\$" '"$log"') -ge 2 ]'
 mpi -np 3 "$VIGIL" run --precheck off --restart 2 --grace 2 --report "$SCRATCH/restart.json" -- \
-	sh -c "if [ \"\$RANK\" = 1 ]; then exec $SIM --iters 100000 --iter-ms 10 --crash-at 5 --crash-code 9 --ckpt-dir $ck.rs\$RANK; else exec $SIM --iters 100000 --iter-ms 10 --ckpt-dir $ck.rs\$RANK; fi" \
+	sh -c "if [ \"\$RANK\" = 1 ]; then for i in \$(seq 400); do $started && break; sleep 0.05; done; exec $SIM --iters 100000 --iter-ms 10 --crash-at 5 --crash-code 9 --ckpt-dir $ck.rs\$RANK; else exec $SIM --iters 100000 --iter-ms 10 --ckpt-dir $ck.rs\$RANK; fi" \
 	>"$log" 2>&1; rc=$?
 expect_eq "restarts exhausted: the crash's status" 9 "$rc"
 expect_eq "three attempts on every node" "0 0 0 1 1 1 2 2 2" "$(sed -n 's/^rank [0-9] of 3 restart \([0-9]\)$/\1/p' "$log" | sort | tr '\n' ' ' | sed 's/ $//')"

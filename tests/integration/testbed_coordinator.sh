@@ -76,6 +76,26 @@ end_job 30
 kill -KILL "$coord" 2>/dev/null
 clean_bed "coordinator stopped"
 
+# 2b. The same, with the successor late to notice (its agent stalls for
+#    1.5 s just before the coordinator's timeout, as on a loaded machine):
+#    n3 loses the coordinator first, saves, and its result reaches n2
+#    before n2 lost the coordinator itself.  n2 keeps it: n3 is not
+#    blamed, and the report does not wait for n3's 20 s deadline.
+start_case late
+coord=$(pid_in n1 vigil); succ=$(pid_in n2 vigil)
+t0=$(date +%s%3N)
+kill -STOP "$coord"; sleep 2; kill -STOP "$succ"; sleep 1.5; kill -CONT "$succ"
+for ((i = 0; i < 300; i++)); do [ -s "$rep" ] && break; sleep 0.1; done
+ms=$(( $(date +%s%3N) - t0 ))
+if [ -s "$rep" ] && [ "$ms" -le 15000 ]; then pass "successor late: report after ${ms} ms"
+else fail "successor late: no report within ${ms} ms"; fi
+expect_eq "successor late: requeue, only n1 named" "81 ['n1']" \
+	"$(report "$rep" 'r["exit_code"], r["faulty_nodes"]')"
+expect_eq "successor late: n2 and n3 saved once" "1 1" "$(saved n2) $(saved n3)"
+end_job 30
+kill -KILL "$coord" 2>/dev/null
+clean_bed "successor late"
+
 # 3. The coordinator's management NIC goes down: it hears nobody, names
 #    itself and saves its own training; n2 and n3, a majority, name it too.
 #    Nobody healthy is blamed.
