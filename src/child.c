@@ -662,6 +662,39 @@ child_cgroup(const struct child *c)
 	return c->cgroup;
 }
 
+/*
+ * The child's channels: ERRP reports a failed exec, OUTP carries its
+ * stdout (a pty when O asks), ERROUT its stderr; stdin is /dev/null.  The
+ * parent's ends are close-on-exec and non-blocking; SP gets the child's.
+ * On error the caller closes what was opened.
+ */
+static int
+open_channels(const struct child_opts *o, struct spawn *sp, int errp[2], int outp[2],
+              int errout[2])
+{
+	int rc;
+
+	if (pipe2(errp, O_CLOEXEC) < 0 || pipe2(errout, O_CLOEXEC) < 0)
+		return -errno;
+	if (o->pty_stdout)
+		rc = open_pty(&outp[0], &outp[1]);
+	else
+		rc = pipe2(outp, O_CLOEXEC) < 0 ? -errno : 0;
+	if (rc == 0)
+		rc = set_nonblock(outp[0]);
+	if (rc == 0)
+		rc = set_nonblock(errout[0]);
+	if (rc < 0)
+		return rc;
+	sp->in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (sp->in < 0)
+		return -errno;
+	sp->out = outp[1];
+	sp->err = errout[1];
+	sp->errfd = errp[1];
+	return 0;
+}
+
 int
 child_spawn(const struct child_opts *o, struct child **out)
 {
@@ -695,29 +728,9 @@ child_spawn(const struct child_opts *o, struct child **out)
 	c->pid = -1;
 	c->out_fd = c->err_fd = -1;
 
-	if (pipe2(errp, O_CLOEXEC) < 0 || pipe2(errout, O_CLOEXEC) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (o->pty_stdout)
-		rc = open_pty(&outp[0], &outp[1]);
-	else
-		rc = pipe2(outp, O_CLOEXEC) < 0 ? -errno : 0;
+	rc = open_channels(o, &sp, errp, outp, errout);
 	if (rc < 0)
 		goto out;
-	rc = set_nonblock(outp[0]);
-	if (rc == 0)
-		rc = set_nonblock(errout[0]);
-	if (rc < 0)
-		goto out;
-	sp.in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (sp.in < 0) {
-		rc = -errno;
-		goto out;
-	}
-	sp.out = outp[1];
-	sp.err = errout[1];
-	sp.errfd = errp[1];
 	sp.parent = getpid();
 	if (o->cgroup)
 		cgpath = cgroup_make(o->cgroup, &sp.cg_fd);

@@ -453,6 +453,44 @@ starts_expansion(char c)
 }
 
 /*
+ * The double-quoted part of a word at *CP (on its opening quote) into CUR,
+ * as the shell reads it; *CP ends past the closing quote.  -EILSEQ when it
+ * does not close; -EINVAL with *KIND and OP for an expansion vigil does
+ * not perform.
+ */
+static int
+double_quoted(const char **cp, struct buf *cur, enum op_kind *kind, char *op, size_t oplen)
+{
+	const char *c;
+
+	for (c = *cp + 1; *c != '"'; c++) {
+		if (!*c) {
+			*cp = c;
+			return -EILSEQ;
+		}
+		if (*c == '\\' && c[1] == '\n') {
+			c++;
+		} else if (*c == '\\' && c[1] && strchr("$`\"\\", c[1])) {
+			buf_putc(cur, *++c);
+		} else if (*c == '$' && vigil_reference(c)) {
+			size_t n = vigil_reference(c);
+
+			buf_putn(cur, c, n);
+			c += n - 1;
+		} else if (*c == '`' || (*c == '$' && starts_expansion(c[1]))) {
+			*kind = OP_EXPAND;
+			snprintf(op, oplen, "%c", *c);
+			*cp = c;
+			return -EINVAL;
+		} else {
+			buf_putc(cur, *c);
+		}
+	}
+	*cp = c + 1;
+	return 0;
+}
+
+/*
  * The command-line form: splits LINE into W.  On shell syntax that vigil
  * does not perform, returns -EINVAL with *KIND and OP (a short excerpt)
  * saying what, having stored the words read so far (the word being read
@@ -517,30 +555,9 @@ split_line(const char *line, struct words *w, enum op_kind *kind, char *op, size
 			c = end + 1;
 		} else if (*c == '"') {
 			in_word = true;
-			for (c++; *c != '"'; c++) {
-				if (!*c) {
-					rc = -EILSEQ;
-					goto out;
-				}
-				if (*c == '\\' && c[1] == '\n') {
-					c++;
-				} else if (*c == '\\' && c[1] && strchr("$`\"\\", c[1])) {
-					buf_putc(&cur, *++c);
-				} else if (*c == '$' && vigil_reference(c)) {
-					size_t n = vigil_reference(c);
-
-					buf_putn(&cur, c, n);
-					c += n - 1;
-				} else if (*c == '`' || (*c == '$' && starts_expansion(c[1]))) {
-					*kind = OP_EXPAND;
-					snprintf(op, oplen, "%c", *c);
-					rc = -EINVAL;
-					goto out;
-				} else {
-					buf_putc(&cur, *c);
-				}
-			}
-			c++;
+			rc = double_quoted(&c, &cur, kind, op, oplen);
+			if (rc < 0)
+				goto out;
 		} else if (strchr(";&|<>()", *c)) {
 			size_t n;
 

@@ -1494,42 +1494,51 @@ new_coord(struct job *j, int self)
 }
 
 /*
- * Seconds until the job's time limit: --time-limit from the agent's
- * start, else Slurm's end time (asked of Slurm, so that a limit an
- * administrator changes while the job runs moves it); < 0: none.
+ * The job's time limit: --time-limit from the agent's start, else Slurm's
+ * end time (asked of Slurm, so that a limit an administrator changes
+ * while the job runs moves it).  Returns 1 with *LEFT the seconds until
+ * it (<= 0: it has passed), 0 when the job has none (Slurm answered
+ * UNLIMITED), < 0 when nobody could say.
  */
-static double
-time_left(struct job *j)
+static int
+time_left(struct job *j, double *left)
 {
 	const char *source = NULL;
 	char why[512] = "";
 	time_t end;
 	int rc;
 
-	if (j->o->time_limit_s > 0)
-		return j->o->time_limit_s - (now_s(j) - j->t0);
+	if (j->o->time_limit_s > 0) {
+		*left = j->o->time_limit_s - (now_s(j) - j->t0);
+		return 1;
+	}
 	rc = slurm_end_time(END_TIME_TIMEOUT_S, &end, &source, why, sizeof(why));
 	if (rc < 0 && rc != -ENOENT && !j->said_end_time) {
 		LOG_WARN("no time limit from Slurm: %s", why);
 		j->said_end_time = true;
 	}
-	if (rc != 1)
-		return -1;
-	return (double)end - util_wall_s();
+	if (rc == 1)
+		*left = (double)end - util_wall_s();
+	return rc;
 }
 
-/* The coordinator, every END_TIME_EVERY_S: the end time again, in case it moved. */
+/* The coordinator, every END_TIME_EVERY_S: the end time again, in case it
+ * moved, or went (TimeLimit=UNLIMITED); when Slurm does not answer, the
+ * deadline it gave last stands. */
 static void
 recheck_end_time(struct job *j, double now)
 {
-	double left;
+	double left = 0;
+	int rc;
 
 	if (j->next_end_time < 0 || now < j->next_end_time)
 		return;
 	j->next_end_time = now + END_TIME_EVERY_S;
-	left = time_left(j);
-	if (left >= 0)
-		coord_set_time_limit(j->coord, now + left);
+	rc = time_left(j, &left);
+	if (rc == 1)  /* one already past ends the job now */
+		coord_set_time_limit(j->coord, now + (left > 0 ? left : 0));
+	else if (rc == 0)
+		coord_set_time_limit(j->coord, -1);
 	/* Slurm's limit can move while the job runs (scontrol update TimeLimit=) */
 	j->next_end_time = j->o->time_limit_s <= 0 && getenv("SLURM_JOB_ID") ?
 	                   now + END_TIME_EVERY_S : -1;
@@ -1616,9 +1625,8 @@ plan(struct job *j, bool complete)
 		job_event(j, j->name, 0, VIGIL_EVENT_LAUNCH, VIGIL_SEVERITY_INFO,
 		          "starting the training", NULL);
 	}
-	left = time_left(j);
-	if (left >= 0)
-		coord_set_time_limit(j->coord, now + left);
+	if (time_left(j, &left) == 1)
+		coord_set_time_limit(j->coord, now + (left > 0 ? left : 0));
 	/* Slurm's limit can move while the job runs (scontrol update TimeLimit=) */
 	j->next_end_time = j->o->time_limit_s <= 0 && getenv("SLURM_JOB_ID") ?
 	                   now + END_TIME_EVERY_S : -1;

@@ -2,7 +2,8 @@
 # run-all.sh - vigil's whole test suite: build with warnings as errors,
 # unit and integration tests (mpirun with several ranks), make distcheck,
 # the unit tests again under AddressSanitizer/UBSan and under valgrind, and
-# a short fuzzing run of the configuration parser.  Fails if any test was
+# a short fuzzing run of the parsers of untrusted input (configuration,
+# progress lines, event logs, messages).  Fails if any test was
 # skipped: everything here is something vigil relies on.
 #
 # Usage: tests/run-all.sh            (from a source checkout)
@@ -56,6 +57,7 @@ step "build and test (warnings are errors)"
 rm -rf build-ci && mkdir build-ci && cd build-ci
 ../configure --enable-werror --enable-unit-tests
 make -j"$jobs"
+make -j"$jobs" fuzz-build  # the fuzzers link (they run last)
 make -j"$jobs" check || { show_logs .; exit 1; }
 no_skips .
 cd "$top"
@@ -84,7 +86,7 @@ for t in $(make -s print-unit-tests); do
 done
 cd "$top"
 
-step "fuzzing the configuration parser for ${fuzz_seconds}s"
+step "fuzzing the parsers for ${fuzz_seconds}s each"
 cd build-ci
 make fuzz FUZZ_SECONDS="$fuzz_seconds"
 cd "$top"

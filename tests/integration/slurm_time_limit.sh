@@ -8,9 +8,6 @@
 # run, every training saves and vigil ends the job with 83 ("expired"),
 # which is not requeued; Slurm's own time limit (TIMEOUT: SIGTERM, no
 # checkpoint, no report) never comes.
-#
-# Fails until `vigil run` takes its deadline from slurm_end_time(): without
-# it the job runs into Slurm's limit.  Not in INTEGRATION_TESTS until then.
 # Needs root; skips (77) without it, which the CI script counts as a failure.
 . "$(dirname "$0")/lib.sh"
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/slurm/cluster.sh"

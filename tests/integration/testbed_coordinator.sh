@@ -29,6 +29,14 @@ end_job() {
 	wait "$job"; rc=$?
 	kill "$guard" 2>/dev/null; wait "$guard" 2>/dev/null
 }
+# report_within NAME MS: the report is written within MS of $t0 (epoch ms)
+report_within() {
+	local i ms
+	for ((i = 0; i < 300; i++)); do [ -s "$rep" ] && break; sleep 0.1; done
+	ms=$(( $(date +%s%3N) - t0 ))
+	if [ -s "$rep" ] && [ "$ms" -le "$2" ]; then pass "$1: report after ${ms} ms"
+	else fail "$1: no report within ${ms} ms"; fi
+}
 clean_bed() {
 	if bed_empty; then pass "$1: nothing left"
 	else fail "$1: processes left"; tb_down >/dev/null 2>&1; tb_up 3 || finish; fi
@@ -60,10 +68,7 @@ start_case stop
 coord=$(pid_in n1 vigil)
 t0=$(date +%s%3N)
 kill -STOP "$coord"
-for ((i = 0; i < 300; i++)); do [ -s "$rep" ] && break; sleep 0.1; done
-ms=$(( $(date +%s%3N) - t0 ))
-if [ -s "$rep" ] && [ "$ms" -le 15000 ]; then pass "coordinator stopped: report after ${ms} ms"
-else fail "coordinator stopped: no report within ${ms} ms"; fi
+report_within "coordinator stopped" 15000
 expect_eq "coordinator stopped: requeue, n1 named" "error 81 ['n1']" \
 	"$(report "$rep" 'r["state"], r["exit_code"], r["faulty_nodes"]')"
 expect_match "coordinator stopped: why" 'coordinator n1 \(rank 0\) fell silent.*2 of 3 nodes' \
@@ -85,10 +90,7 @@ start_case late
 coord=$(pid_in n1 vigil); succ=$(pid_in n2 vigil)
 t0=$(date +%s%3N)
 kill -STOP "$coord"; sleep 2; kill -STOP "$succ"; sleep 1.5; kill -CONT "$succ"
-for ((i = 0; i < 300; i++)); do [ -s "$rep" ] && break; sleep 0.1; done
-ms=$(( $(date +%s%3N) - t0 ))
-if [ -s "$rep" ] && [ "$ms" -le 15000 ]; then pass "successor late: report after ${ms} ms"
-else fail "successor late: no report within ${ms} ms"; fi
+report_within "successor late" 15000
 expect_eq "successor late: requeue, only n1 named" "81 ['n1']" \
 	"$(report "$rep" 'r["exit_code"], r["faulty_nodes"]')"
 expect_eq "successor late: n2 and n3 saved once" "1 1" "$(saved n2) $(saved n3)"
@@ -144,6 +146,22 @@ expect_eq "agent killed (recovery): requeue, n3 named" "error 81 ['n3']" \
 expect_eq "agent killed (recovery): n1 and n2 saved once" "1 1" "$(saved n1) $(saved n2)"
 expect_eq "agent killed (recovery): n3 excluded" n3 "$(cat "$SCRATCH/agentkill.exclude")"
 clean_bed "agent killed (recovery)"
+
+# 5b. The coordinator's own agent dies (SIGKILL) under --enable-recovery:
+#    its training dies with it (the keeper), the others lose the
+#    coordinator, n2 takes over with n3's word, both save once, and the
+#    report and exclude list name n1.
+MPIRUN_OPTS="--enable-recovery" start_case coordkill
+t0=$(date +%s%3N)
+kill -KILL "$(pid_in n1 vigil)"
+report_within "coordinator killed" 15000
+end_job 40
+expect_eq "coordinator killed: requeue, n1 named" "error 81 ['n1']" \
+	"$(report "$rep" 'r["state"], r["exit_code"], r["faulty_nodes"]')"
+expect_eq "coordinator killed: n2 and n3 saved once" "1 1" "$(saved n2) $(saved n3)"
+expect_eq "coordinator killed: n1 excluded" n1 "$(cat "$SCRATCH/coordkill.exclude")"
+expect_match "coordinator killed: n2 took over" 'n2 \(rank 1\) takes over as the coordinator' "$(cat "$log")"
+clean_bed "coordinator killed"
 
 # 6. The same without recovery: mpirun ends the job (SIGTERM to every
 #    agent, SIGKILL after odls_base_sigkill_timeout).  Under --resume each
