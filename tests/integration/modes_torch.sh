@@ -101,6 +101,11 @@ PY
 out=$(vmpi --mode pytorch -- '/usr/bin/python3 -m torch.distributed.run --nproc_per_node ${SLOTS} --nnodes ${WORLD_SIZE} --node_rank ${RANK} --master_addr ${MASTER_ADDR} --master_port ${MASTER_PORT} '"$SCRATCH/modern.py" 2>&1); rc=$?
 expect_eq "script reading LOCAL_RANK under run: exit" 0 "$rc"
 expect_eq "script reading LOCAL_RANK under run: one line per process" 2 "$(printf '%s\n' "$out" | grep -o 'modern LOCAL_RANK 0 RANK [01] WORLD_SIZE 2' | wc -l)"
+# The same script with vigil building the launch: --torch-launcher run
+# starts torch.distributed.run, which passes no --local_rank.
+out=$(vmpi --mode pytorch --torch-launcher run -- $PY "$SCRATCH/modern.py" 2>&1); rc=$?
+expect_eq "--torch-launcher run: exit" 0 "$rc"
+expect_eq "--torch-launcher run: one line per process" 2 "$(printf '%s\n' "$out" | grep -o 'modern LOCAL_RANK 0 RANK [01] WORLD_SIZE 2' | wc -l)"
 
 # The torch >= 2 layout: a launcher without a SIGUSR1 handler starts its
 # workers with start_new_session=True (as torch's SubprocessHandler does).
