@@ -1038,6 +1038,10 @@ watch_act(struct job *j, enum watch_action a, double now)
 	case WATCH_ALONE:
 		LOG_WARN("as the successor, this node heard from no majority of the nodes: it "
 		         "takes nothing over (it may be the one cut off)");
+		/* Nobody will coordinate the end (a job of two nodes never has a
+		 * majority without its coordinator): this node ends once its
+		 * training had its grace, not at the orphan's later deadline. */
+		enter(j, PH_RUN, (long)((j->o->grace_s + 5) * 1000), on_orphan_late);
 		break;
 	case WATCH_NONE:
 		break;

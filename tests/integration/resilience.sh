@@ -18,6 +18,13 @@ wait_ready() {  # LOG N: until N trainings printed ready, bounded
 	return 1
 }
 report() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+# agent_of NAME CKPT: the agent named NAME (VIGIL_NODE_NAME) of the job
+# whose trainings keep their checkpoints in CKPT
+agent_of() {
+	pgrep -f -- "vigil run .*--ckpt-dir $2" | while read -r p; do
+		tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "VIGIL_NODE_NAME=$1" &&
+		[ "$(ps -o comm= -p "$p")" = vigil ] && echo "$p"; done | head -1
+}
 
 # 1. The batch system's checkpoint signal (Slurm --signal, forwarded by
 #    mpirun to every agent): every training saves exactly once, the job
@@ -49,9 +56,7 @@ $MPI -np 1 env VIGIL_NODE_NAME=n0 "$VIGIL" run --precheck off --resume --heartbe
 	>"$log" 2>&1 &
 pid=$!
 wait_ready "$log" 3 || fail "stop: not ready"
-agent=$(pgrep -f -- "VIGIL_NODE_NAME=n2|vigil run .*--ckpt-dir $ck.stop" | while read -r p; do
-	tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx VIGIL_NODE_NAME=n2 &&
-	[ "$(ps -o comm= -p "$p")" = vigil ] && echo "$p"; done | head -1)
+agent=$(agent_of n2 "$ck.stop")
 t0=$(date +%s%N)
 kill -STOP "$agent"
 # (the stopped agent is left stopped: mpirun's SIGKILL ends it, and its
@@ -76,6 +81,36 @@ expect_eq "node_lost event for n2 within 2.5 s of silence" "n2 True" "$lost_ms"
 expect_eq "report names n2" "error 81 ['n2']" "$(report "$SCRATCH/stop.json" 'r["state"], r["exit_code"], r["faulty_nodes"]')"
 sleep 1
 no_leftovers "after the lost node" "$ck.stop"
+
+# 2b. A job of two nodes whose coordinator's agent stops: n1 loses it, but
+#     one node of two is no majority, so nobody takes over.  n1's training
+#     saves once, n1 writes its record and ends once its training had its
+#     grace (not at the orphan's deadline, grace + 25 s + the timeout
+#     later), with the requeue code.
+log="$SCRATCH/two.out"
+$MPI -np 1 env VIGIL_NODE_NAME=n0 "$VIGIL" run --precheck off --resume --heartbeat 0.5 \
+	--heartbeat-timeout 1.5 --grace 2 --report "$SCRATCH/two.json" --tag-output -- \
+	"$SIM" --iters 100000 --iter-ms 20 --ckpt-dir "$ck.two" : \
+	-np 1 env VIGIL_NODE_NAME=n1 "$VIGIL" run --precheck off --resume --heartbeat 0.5 \
+	--heartbeat-timeout 1.5 --grace 2 --report "$SCRATCH/two.json" --tag-output -- \
+	"$SIM" --iters 100000 --iter-ms 20 --ckpt-dir "$ck.two" >"$log" 2>&1 &
+pid=$!
+wait_ready "$log" 2 || fail "two nodes: not ready"
+agent=$(agent_of n0 "$ck.two")
+t0=$(date +%s%N)
+kill -STOP "$agent"
+wait_for "$SCRATCH/two.json.n1" . 15 || fail "two nodes: no record from n1"
+expect_eq "two nodes, coordinator stopped: n1's record" "81 error" \
+	"$(report "$SCRATCH/two.json.n1" 'r["exit_code"], r["state"]')"
+wait "$pid"; rc=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+kill -KILL "$agent" 2>/dev/null
+expect_eq "two nodes, coordinator stopped: requeue code" 81 "$rc"
+if [ "$ms" -lt 20000 ]; then pass "two nodes: job ended ${ms} ms after the stop"
+else fail "two nodes: job ended ${ms} ms after the stop"; fi
+expect_eq "two nodes: n1 got the checkpoint signal once" 1 "$(grep -c '^\[n1:1\] signal SIGUSR1$' "$log")"
+expect_match "two nodes: n1 says nobody took over" 'no majority.*takes nothing over' "$(cat "$log")"
+no_leftovers "after the two-node stop" "$ck.two"
 
 # 3. The time limit: checkpoint --ckpt-lead seconds before it, state expired.
 log="$SCRATCH/limit.out"
