@@ -57,8 +57,8 @@ emit(struct linebuf *lb, const char *line, size_t len, bool truncated,
 	fn(line, len, truncated, arg);
 }
 
-/* One step of the general case: P[0..LEN) after a partial line or a cut
- * one.  Returns the bytes used. */
+/* One step of the general case: DATA[0..LEN) after a partial line or a
+ * cut one.  Returns the bytes used. */
 static size_t
 feed_one(struct linebuf *lb, const char *data, size_t len, linebuf_line_fn *fn, void *arg)
 {
@@ -110,13 +110,9 @@ linebuf_keep(struct linebuf *lb, const char *rest, size_t len, size_t lines, siz
 {
 	lb->lines += lines;
 	lb->truncated += cut;
-	/* no newline left: kept, or handed out cut */
-	while (len > 0) {
-		size_t used = feed_one(lb, rest, len, fn, arg);
-
-		rest += used;
-		len -= used;
-	}
+	/* no newline left: kept, or handed out cut (feed_one() takes it all) */
+	if (len > 0)
+		(void)feed_one(lb, rest, len, fn, arg);
 }
 
 static bool

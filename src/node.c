@@ -186,6 +186,13 @@ tail_lines(const struct node *n, char lines[TAIL_LINES][TAIL_LINE_MAX + 1])
 	return count;
 }
 
+/* Bytes of the training's output a reader did not take, so far. */
+static unsigned long long
+output_lost_total(const struct node *n)
+{
+	return (n->out ? output_lost(n->out) : 0) + (n->err ? output_lost(n->err) : 0);
+}
+
 /* How this attempt's training ended (or that this node ran none), once. */
 static void
 send_result(struct node *n, bool idle)
@@ -225,8 +232,7 @@ send_result(struct node *n, bool idle)
 		tail[i] = lines[i];
 	r->tail = tail;
 	/* so far: what the report can say of a reader that went away */
-	r->output_lost = (double)((n->out ? output_lost(n->out) : 0) +
-	                          (n->err ? output_lost(n->err) : 0));
+	r->output_lost = (double)output_lost_total(n);
 	send_msg(n, &m);
 }
 
@@ -318,8 +324,8 @@ close_child_fd(struct node *n, int fd)
 	}
 }
 
-/* The run directory: --run-dir, else $TMPDIR/vigil.JOB. */
-/* Where hidden output is kept: --node-logs, else RUN-DIR/logs. */
+/* Where hidden output is kept: --node-logs, else --run-dir's logs/, else
+ * vigil-logs.JOB in the working directory. */
 static void
 logs_dir(const struct node *n, char *buf, size_t len)
 {
@@ -383,14 +389,14 @@ on_child_fd(struct loop *l, int fd, short revents, void *arg)
 	 * on, and each poll() that sleeps costs a wakeup.  The bound leaves
 	 * signals and MPI their turn. */
 	for (int i = 0; i < READS_PER_TURN; i++) {
-		size_t room = output_room(o);
+		size_t room = output_room(o), want = room < sizeof(buf) ? room : sizeof(buf);
 		ssize_t got;
 
 		if (room == 0) {
 			loop_mod_fd(l, fd, 0);  /* back-pressure: resumed by on_dest() */
 			return;
 		}
-		got = read(fd, buf, room < sizeof(buf) ? room : sizeof(buf));
+		got = read(fd, buf, want);
 		if (got < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (got <= 0) {
@@ -411,7 +417,7 @@ on_child_fd(struct loop *l, int fd, short revents, void *arg)
 			loop_mod_fd(l, output_fd(o), POLLOUT);
 		/* A short read emptied the pipe: poll() says when there is
 		 * more, and a read now would only say EAGAIN. */
-		if ((size_t)got < (room < sizeof(buf) ? room : sizeof(buf)))
+		if ((size_t)got < want)
 			return;
 	}
 }
@@ -1288,8 +1294,7 @@ node_output_pending(const struct node *n)
 void
 node_output_summary(struct node *n)
 {
-	unsigned long long lost = (n->out ? output_lost(n->out) : 0) +
-	                          (n->err ? output_lost(n->err) : 0);
+	unsigned long long lost = output_lost_total(n);
 
 	if (lost && !n->said_lost) {
 		n->said_lost = true;

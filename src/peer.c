@@ -1144,8 +1144,6 @@ peer_reduce_start_among(struct peer *p, const int *ranks, int nranks, unsigned l
 		return -EMSGSIZE;
 	if (p->mpi && (rc = tree_comm_ready(p)) <= 0)
 		return rc < 0 ? rc : -EAGAIN;
-	if (p->mpi)
-		tree_drain(p);
 	r = calloc(1, sizeof(*r));
 	t = calloc(1, sizeof(*t));
 	if (!r || !t) {

@@ -70,11 +70,6 @@ struct perf_key {
 	unsigned phase;        /* lines of that iteration seen, mod the node's scale */
 };
 
-/* One slot: the sums over the lines of GRAIN consecutive iterations. */
-struct perf_slot {
-	double hw, e2e, lines;
-};
-
 struct perf_node {
 	struct perf_key *keys;
 	size_t nkeys, capkeys, last;   /* LAST: the key that printed last */
@@ -88,7 +83,7 @@ struct perf_node {
 	size_t grain;          /* iterations per slot, a power of two */
 	unsigned shift;        /* log2(grain): no division per line */
 	size_t forgot;         /* iterations <= forgot are forgotten */
-	struct perf_slot *ring;  /* slot q (iterations q*grain+1 ..) at ring[q % cap] */
+	struct perf_sum *ring;   /* slot q (the sums of iterations q*grain+1 ..) at ring[q % cap] */
 
 	/* what the reductions said */
 	size_t others_done;    /* the fewest iterations done elsewhere, last seen */
@@ -104,7 +99,7 @@ perf_node_new(size_t slots)
 {
 	struct perf_node *n;
 
-	if (slots == 0 || slots > SIZE_MAX / sizeof(struct perf_slot) / 4) {
+	if (slots == 0 || slots > SIZE_MAX / sizeof(struct perf_sum) / 4) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -201,7 +196,7 @@ first_slot(const struct perf_node *n)
 static int
 coarsen(struct perf_node *n)
 {
-	struct perf_slot *old = malloc(n->cap * sizeof(*old));
+	struct perf_sum *old = malloc(n->cap * sizeof(*old));
 	size_t lo = first_slot(n);
 
 	if (!old)
@@ -211,8 +206,8 @@ coarsen(struct perf_node *n)
 	n->grain *= 2;
 	n->shift++;
 	for (size_t q = lo; q < lo + n->cap; q++) {
-		const struct perf_slot *s = &old[q % n->cap];
-		struct perf_slot *d = &n->ring[(q / 2) % n->cap];
+		const struct perf_sum *s = &old[q % n->cap];
+		struct perf_sum *d = &n->ring[(q / 2) % n->cap];
 
 		d->hw += s->hw;
 		d->e2e += s->e2e;
@@ -226,7 +221,7 @@ void
 perf_node_add(struct perf_node *n, const struct progress_line *l)
 {
 	struct perf_key *k;
-	struct perf_slot *s;
+	struct perf_sum *s;
 	size_t q;
 
 	if (n->silent) {
@@ -311,7 +306,7 @@ perf_node_sum(const struct perf_node *n, size_t first, size_t last, struct perf_
 	if (first == 0)
 		first = 1;
 	for (size_t q = (first - 1) / n->grain; first <= last && q <= (last - 1) / n->grain; q++) {
-		const struct perf_slot *s = &n->ring[q % n->cap];
+		const struct perf_sum *s = &n->ring[q % n->cap];
 		size_t a = q * n->grain + 1, b = a + n->grain - 1, held;
 		double share;
 
@@ -347,7 +342,7 @@ perf_node_forget(struct perf_node *n, size_t iter)
 		return;
 	}
 	for (size_t q = lo; q < hi; q++)
-		n->ring[q % n->cap] = (struct perf_slot){ 0 };
+		n->ring[q % n->cap] = (struct perf_sum){ 0 };
 }
 
 void
@@ -945,8 +940,7 @@ sketch_shift_up(struct perf_sketch *s, int32_t shift)
 		merged += s->bins[b];
 	if (keep > 0)
 		memmove(s->bins, s->bins + (PERF_SKETCH_BINS - keep), (size_t)keep * sizeof(s->bins[0]));
-	memset(s->bins + (keep > 0 ? keep : 0), 0,
-	       (size_t)(PERF_SKETCH_BINS - (keep > 0 ? keep : 0)) * sizeof(s->bins[0]));
+	memset(s->bins + keep, 0, (size_t)(PERF_SKETCH_BINS - keep) * sizeof(s->bins[0]));
 	s->bins[0] = (uint32_t)merged;
 	s->lo += shift;
 }
@@ -962,7 +956,7 @@ sketch_shift_down(struct perf_sketch *s, int32_t shift)
 		merged += s->bins[b];
 	if (keep > 0)
 		memmove(s->bins + (PERF_SKETCH_BINS - keep), s->bins, (size_t)keep * sizeof(s->bins[0]));
-	memset(s->bins, 0, (size_t)(PERF_SKETCH_BINS - (keep > 0 ? keep : 0)) * sizeof(s->bins[0]));
+	memset(s->bins, 0, (size_t)(PERF_SKETCH_BINS - keep) * sizeof(s->bins[0]));
 	s->bins[PERF_SKETCH_BINS - 1] = (uint32_t)merged;
 	s->lo -= shift;
 }

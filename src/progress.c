@@ -51,7 +51,7 @@ static const char head[] = "this iteration hardware time is ";
 static const char middle[] = " and e2e time is ";
 #define HEAD_LEN (sizeof(head) - 1)
 #define MIDDLE_LEN (sizeof(middle) - 1)
-_Static_assert(PROGRESS_SHORTEST == sizeof(head) - 1 + 1 + sizeof(middle) - 1 + 1 + 3,
+_Static_assert(PROGRESS_SHORTEST == HEAD_LEN + 1 + MIDDLE_LEN + 1 + 3,
                "progress.h's shortest timing line is the fixed texts around two digits");
 
 static uint64_t

@@ -82,7 +82,8 @@ extern char **environ;
 #define NUDGE_WINDOW_S 0.1   /* ... for this long after a nudge */
 #define END_TIME_EVERY_S 60  /* how often the coordinator asks Slurm for the end time */
 #define END_TIME_TIMEOUT_S 2 /* ... and how long it waits for the answer */
-#define ORPHAN_EXTRA_S 20    /* beyond the grace: how long an orphan waits for the successor */
+#define KILL_AFTER_S 5       /* beyond the grace: the training's KILL and its end */
+#define ORPHAN_EXTRA_S 20    /* beyond that: how long an orphan waits for the successor */
 
 enum phase { PH_GATHER, PH_PLAN, PH_DRYRUN, PH_RUN, PH_FINAL, PH_DRAIN, PH_HOLD, PH_EXIT,
              PH_PREP, PH_HOOKS };
@@ -983,7 +984,7 @@ coordinator_lost(struct job *j, double now)
 	c.reason = j->lost_why;
 	node_command(j->node, &c);
 	/* the training's grace, its KILL, and the successor's verdict */
-	enter(j, PH_RUN, (long)((j->o->grace_s + 5 + ORPHAN_EXTRA_S +
+	enter(j, PH_RUN, (long)((j->o->grace_s + KILL_AFTER_S + ORPHAN_EXTRA_S +
 	                         j->o->heartbeat_timeout_s) * 1000), on_orphan_late);
 }
 
@@ -1041,7 +1042,7 @@ watch_act(struct job *j, enum watch_action a, double now)
 		/* Nobody will coordinate the end (a job of two nodes never has a
 		 * majority without its coordinator): this node ends once its
 		 * training had its grace, not at the orphan's later deadline. */
-		enter(j, PH_RUN, (long)((j->o->grace_s + 5) * 1000), on_orphan_late);
+		enter(j, PH_RUN, (long)((j->o->grace_s + KILL_AFTER_S) * 1000), on_orphan_late);
 		break;
 	case WATCH_NONE:
 		break;
@@ -1537,7 +1538,6 @@ recheck_end_time(struct job *j, double now)
 
 	if (j->next_end_time < 0 || now < j->next_end_time)
 		return;
-	j->next_end_time = now + END_TIME_EVERY_S;
 	rc = time_left(j, &left);
 	if (rc == 1)  /* one already past ends the job now */
 		coord_set_time_limit(j->coord, now + (left > 0 ? left : 0));
@@ -1588,7 +1588,7 @@ plan(struct job *j, bool complete)
 {
 	struct gather g = { 0 };
 	struct msg m = { .kind = MSG_PLAN };
-	double now = now_s(j), left;
+	double now = now_s(j);
 	char *text = NULL;
 	int rc;
 
@@ -1629,11 +1629,8 @@ plan(struct job *j, bool complete)
 		job_event(j, j->name, 0, VIGIL_EVENT_LAUNCH, VIGIL_SEVERITY_INFO,
 		          "starting the training", NULL);
 	}
-	if (time_left(j, &left) == 1)
-		coord_set_time_limit(j->coord, now + (left > 0 ? left : 0));
-	/* Slurm's limit can move while the job runs (scontrol update TimeLimit=) */
-	j->next_end_time = j->o->time_limit_s <= 0 && getenv("SLURM_JOB_ID") ?
-	                   now + END_TIME_EVERY_S : -1;
+	j->next_end_time = now;  /* the time limit now, then as it moves */
+	recheck_end_time(j, now);
 	if (node_take_plan(j->node, &m.u.plan) < 0) {
 		LOG_ERR("out of memory");
 		leave(j, VIGIL_EXIT_INTERNAL, false);

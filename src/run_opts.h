@@ -97,7 +97,8 @@ struct run_opts {
 	const char *workdir;            /* the training's working directory (a batch task's
 	                                 * algorithm); NULL: the agent's */
 	const char *node_logs;          /* --node-logs DIR: hidden stdout (--output
-	                                 * coordinator) kept here; NULL: RUN-DIR/logs */
+	                                 * coordinator) kept here; NULL: --run-dir's
+	                                 * logs/, else vigil-logs.JOB in the cwd */
 	int node_log_mb;                /* per node before rotating; default 64 */
 };
 

@@ -43,7 +43,6 @@ if [ "$(id -u)" = 0 ]; then
 	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
-run1() { "$vigil" run --mode single --precheck off "$@"; }
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ns() { date +%s%N; }
@@ -70,11 +69,11 @@ sys.exit(p.wait())' "$@"
 }
 # ms CMD...: wall time of CMD in ms
 ms() { local t0; t0=$(ns); "$@" >/dev/null 2>&1 || true; echo $(( ($(ns) - t0) / 1000000 )); }
-run_quiet() { "$vigil" run --mode single --precheck off "$@"; }
+run1() { "$vigil" run --mode single --precheck off "$@"; }
 mpi2() { timeout -k 5 300 "$mpirun" --oversubscribe --bind-to none -np 2 "$@"; }
 
 pipe_base() { "$@" | cat | cat > /dev/null; }
-pipe_vigil() { run_quiet -- "$@" 2>/dev/null | cat > /dev/null; }
+pipe_vigil() { run1 -- "$@" 2>/dev/null | cat > /dev/null; }
 pty_base() { ptyrun sh -c '"$@" | cat' sh "$@"; }
 pty_vigil() { ptyrun "$vigil" run --mode single --precheck off -- "$@"; }
 pty_direct() { ptyrun "$@"; }

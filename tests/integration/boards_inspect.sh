@@ -9,12 +9,6 @@
 : "${FAKEVENDOR_DIR:?FAKEVENDOR_DIR must name the fake vendor libraries}"
 ck="$SCRATCH/ck"
 MPI="${MPIRUN:-mpirun} --oversubscribe --bind-to none"
-ready_count() { local n; n=$(grep -c '^ready ' "$1" 2>/dev/null); echo "${n:-0}"; }
-wait_ready() {  # LOG N: until N trainings printed ready, bounded
-	local i
-	for ((i = 0; i < 300; i++)); do [ "$(ready_count "$1")" -ge "$2" ] && return 0; sleep 0.05; done
-	return 1
-}
 printf '{"check": {"boards": {"nvml_library": "%s/libnvidia-ml.so.1"}}}\n' "$FAKEVENDOR_DIR" \
 	> "$SCRATCH/cfg.json"
 BOARDS='nvidia 0 bus 0000:04:00.0

@@ -9,7 +9,6 @@
 . "$(dirname "$0")/lib.sh"
 
 export VIGIL_NODE_NAME=nodeA
-report() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # case NAME CONFIRM TRAINING...: run, signal once ready, set $rc, $log, $rep, $ev
 case_run() {

@@ -108,6 +108,28 @@ run_mpi() {
 # The simulated training shipped in contrib/examples.
 SIM="${TESTS_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}/../contrib/examples/train_sim.py"
 
+# report FILE EXPR: a Python expression over the JSON in FILE (as r)
+report() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# ready_count LOG: how many trainings printed "ready" (tagged or not);
+# wait_ready LOG N: until N did (20 s at most)
+ready_count() { local n; n=$(grep -c -E '^(\[[^]]*\] )?ready ' "$1" 2>/dev/null); echo "${n:-0}"; }
+wait_ready() {
+	local i
+	for ((i = 0; i < 400; i++)); do [ "$(ready_count "$1")" -ge "$2" ] && return 0; sleep 0.05; done
+	return 1
+}
+
+# agent_of NAME MARKER: the agent named NAME (VIGIL_NODE_NAME) among the
+# vigil processes whose command line holds MARKER; not its keeper (a vigil
+# too, between the agent and the training)
+agent_of() {
+	pgrep -x vigil | while read -r p; do
+		grep -qaF -- "$2" "/proc/$p/cmdline" 2>/dev/null &&
+		tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "VIGIL_NODE_NAME=$1" &&
+		[ "$(ps -o comm= -p "$(ps -o ppid= -p "$p")")" != vigil ] && echo "$p"; done | head -1
+}
+
 # wait_for FILE REGEX SECONDS: until a line of FILE matches, bounded.
 wait_for() {
 	local i

@@ -54,8 +54,8 @@ vrun() {
 	timeout -k 5 120 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none $args
 }
 
-# report FILE: iterations, detail, every node's median, alerts
-report() {
+# perf_summary FILE: iterations, detail, every node's median, alerts
+perf_summary() {
 	python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1]))["performance"]
@@ -72,7 +72,7 @@ out=$(SLOW=1.5 SLOW_RANK=1 SLOW_FROM=1000 vrun 2 1500 100 --report "$SCRATCH/fas
 	--straggler-pct 20 --perf-window 20 --summary-interval 5 2>&1); rc=$?
 expect_eq "100/s: exit" 0 "$rc"
 expect_eq "100/s: 1500 of 1500 iterations, one by one, all compared" \
-	"1500 1 0 n0:100:1500 n1:100:1500 [('straggler', 'n1')]" "$(report "$SCRATCH/fast.json")"
+	"1500 1 0 n0:100:1500 n1:100:1500 [('straggler', 'n1')]" "$(perf_summary "$SCRATCH/fast.json")"
 expect_match "100/s: the straggler named after iteration 1000" \
 	'performance alert: n1 e2e 150 ms is 50% above n0.s 100 ms for 20 iterations' "$out"
 expect_match "100/s: the last summary at 1500" '^vigil: iter 1500  e2e ' "$out"
@@ -80,7 +80,7 @@ expect_match "100/s: the last summary at 1500" '^vigil: iter 1500  e2e ' "$out"
 # Flat out: 20000 iterations as fast as Python prints them, all counted;
 # the report says how many were compared as one.
 vrun 2 20000 0 --report "$SCRATCH/flat.json" --summary-interval 0 >/dev/null 2>&1
-flat=$(report "$SCRATCH/flat.json")
+flat=$(perf_summary "$SCRATCH/flat.json")
 expect_match "flat out: 20000 of 20000 iterations, in groups" '^20000 [0-9]+ 0 n0:100:20000 n1:100:20000 \[\]$' "$flat"
 
 # One stray line with a tag of its own on n1 after iteration 5: it does
@@ -88,7 +88,7 @@ expect_match "flat out: 20000 of 20000 iterations, in groups" '^20000 [0-9]+ 0 n
 STRAY=5 SLOW=3 SLOW_RANK=0 SLOW_FROM=20 vrun 2 60 50 --report "$SCRATCH/stray.json" \
 	--straggler-pct 50 --perf-window 5 --summary-interval 0 >/dev/null 2>&1
 expect_match "a stray tagged line: every iteration counted, n0 named" \
-	"^60 1 0 n0:[0-9]+:60 n1:100:60 \\[\\('straggler', 'n0'\\)\\]$" "$(report "$SCRATCH/stray.json")"
+	"^60 1 0 n0:[0-9]+:60 n1:100:60 \\[\\('straggler', 'n0'\\)\\]$" "$(perf_summary "$SCRATCH/stray.json")"
 
 # Two nodes, n1 three times slower: named (against the median of both it
 # is only 50% above, which a 60% threshold would miss), n0 never.
@@ -98,13 +98,13 @@ expect_eq "2 nodes: the slow one named, once" \
 	"vigil: performance alert: n1 e2e 300 ms is 200% above n0's 100 ms for 5 iterations" \
 	"$(printf '%s\n' "$out" | grep 'performance alert')"
 expect_match "2 nodes: report" "^30 1 0 n0:100:30 n1:30[0-9]:30 \\[\\('straggler', 'n1'\\)\\]$" \
-	"$(report "$SCRATCH/two.json")"
+	"$(perf_summary "$SCRATCH/two.json")"
 
 # n1 runs two processes that print without a tag: two lines per
 # iteration.  Its statistics stay (they went empty before), and the
 # iterations are the training's, not its lines.
 PROCS_1=2 vrun 3 200 50 --report "$SCRATCH/double.json" --summary-interval 0 >/dev/null 2>&1
-double=$(report "$SCRATCH/double.json")
+double=$(perf_summary "$SCRATCH/double.json")
 expect_match "two lines per iteration: 200 iterations, n1's times kept" \
 	'^200 1 [0-9]+ n0:100:[0-9]+ n1:100:[0-9]+ n2:100:[0-9]+ \[\]$' "$double"
 n1=$(printf '%s\n' "$double" | sed -n 's/.* n1:100:\([0-9]*\).*/\1/p')

@@ -6,14 +6,10 @@
 # counts the training's iterations through the end (it stopped at the
 # loss before), n1, slow from iteration 100 on, is named after the
 # restart, and the reductions never waited for n2.
-#
-# Needs jobperf_set_attempt() called where run.c routes the restart.
 . "$(dirname "$0")/lib.sh"
 
-SIM="$TESTS_SRCDIR/../contrib/examples/train_sim.py"
 ck="$SCRATCH/ck"
 log="$SCRATCH/elastic.out"
-ready_count() { local n; n=$(grep -c -E '^(\[[^]]*\] )?ready ' "$1" 2>/dev/null); echo "${n:-0}"; }
 
 args=""
 for i in 0 1 2; do
@@ -26,16 +22,12 @@ for i in 0 1 2; do
 done
 timeout -k 5 120 ${MPIRUN:-mpirun} --oversubscribe --bind-to none $args >"$log" 2>&1 &
 pid=$!
-for ((i = 0; i < 300; i++)); do [ "$(ready_count "$log")" -ge 3 ] && break; sleep 0.05; done
+wait_ready "$log" 3 || fail "not ready"
 for ((i = 0; i < 200; i++)); do
 	[ "$(grep -c '^this iteration' "$log")" -ge 60 ] && break
 	sleep 0.05
 done
-# n2's agent: the vigil with that name whose parent is not a vigil (its
-# keeper, between it and the training, is a vigil too)
-agent=$(pgrep -x vigil | while read -r p; do
-	{ tr '\0' '\n' < /proc/$p/environ; } 2>/dev/null | grep -qx VIGIL_NODE_NAME=n2 &&
-	[ "$(ps -o comm= -p "$(ps -o ppid= -p "$p")")" != vigil ] && echo "$p"; done | head -1)
+agent=$(agent_of n2 "$ck")
 [ -n "$agent" ] && kill -STOP "$agent"
 wait "$pid"
 kill -KILL "$agent" 2>/dev/null

@@ -263,7 +263,7 @@ run_survive(struct peer *p, int limit_s)
 	static const int survivors[] = { 0, 1, 2 };
 	int rank = peer_rank(p), size = peer_size(p), rc = 1;
 	struct perf_node *n = perf_node_new(256);
-	double buf[(SLOTS + 1) * PERF_FIELDS], gather[SLOTS], t0;
+	double buf[(SLOTS + 1) * PERF_FIELDS], gather[SLOTS];
 	struct perf_iter out[SLOTS];
 	struct perf_layout l;
 	struct perf_header h;
@@ -333,10 +333,9 @@ run_survive(struct peer *p, int limit_s)
 		perf_node_forget(n, nb);
 		perf_layout_next(&l, &h, nb);
 	}
-	t0 = longest_test * 1000;
 	if (rank == 0)
 		printf("survive: base %zu, reported through %zu, %s, longest test %.1f ms\n",
-		       l.base, next - 1, bad ? "WRONG" : "exact", t0);
+		       l.base, next - 1, bad ? "WRONG" : "exact", longest_test * 1000);
 	rc = bad != 0;
 out:
 	fflush(stdout);

@@ -34,7 +34,8 @@ cleanup_platform() {
 }
 trap cleanup_platform EXIT
 
-report() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+# vigil run on the 3 nodes; tb_mpirun bounds mpirun (timeout -k, and
+# mpirun-bounded's SIGKILL), so a deadlocked one cannot hang the test
 run3() { tb_mpirun -np 3 "$VIGIL" run --heartbeat 0.5 --heartbeat-timeout 3 "$@"; }
 
 # A dataset of 3.2 MiB: a large file, small ones, a subdirectory, a link.

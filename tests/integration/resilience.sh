@@ -11,20 +11,6 @@ ck="$SCRATCH/ck"
 # (background runs call mpirun itself, so that $! is mpirun)
 MPI="${MPIRUN:-mpirun} --oversubscribe --bind-to none"
 mpi() { $MPI "$@"; }
-ready_count() { local n; n=$(grep -c -E '^(\[[^]]*\] )?ready ' "$1" 2>/dev/null); echo "${n:-0}"; }
-wait_ready() {  # LOG N: until N trainings printed ready, bounded
-	local i
-	for ((i = 0; i < 300; i++)); do [ "$(ready_count "$1")" -ge "$2" ] && return 0; sleep 0.05; done
-	return 1
-}
-report() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
-# agent_of NAME CKPT: the agent named NAME (VIGIL_NODE_NAME) of the job
-# whose trainings keep their checkpoints in CKPT
-agent_of() {
-	pgrep -f -- "vigil run .*--ckpt-dir $2" | while read -r p; do
-		tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "VIGIL_NODE_NAME=$1" &&
-		[ "$(ps -o comm= -p "$p")" = vigil ] && echo "$p"; done | head -1
-}
 
 # 1. The batch system's checkpoint signal (Slurm --signal, forwarded by
 #    mpirun to every agent): every training saves exactly once, the job

@@ -160,8 +160,9 @@ w = "import sys\nfor i in range(300): print('worker %s line %d' % (sys.argv[1], 
 procs = [subprocess.Popen([sys.executable, "-c", w, str(k)]) for k in range(3)]
 sys.exit(max(p.wait() for p in procs))
 PY
-out=$(timeout -k 5 60 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none -np 1 "$VIGIL" run --precheck off -- \
-	/usr/bin/python3 "$SCRATCH/workers.py" 2>/dev/null | tr -d '\r'); rc=$?
+timeout -k 5 60 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none -np 1 "$VIGIL" run --precheck off -- \
+	/usr/bin/python3 "$SCRATCH/workers.py" >"$SCRATCH/workers.out" 2>/dev/null; rc=$?
+out=$(tr -d '\r' <"$SCRATCH/workers.out")
 expect_eq "workers sharing stdout: exit" 0 "$rc"
 expect_eq "workers sharing stdout: 900 whole lines" 900 \
 	"$(printf '%s\n' "$out" | grep -cxE 'worker [012] line [0-9]+')"

@@ -34,7 +34,7 @@ expect_eq "run dir: dry run" 0 "$rc"
 rd=$(printf '%s\n' "$out" | sed -n 's|^file: \(.*\)/hostfile$|\1|p' | head -1)
 expect_match "run dir: a new random name in TMPDIR" "^$SHARED/vigil\\.[A-Za-z0-9]{6}$" "$rd"
 expect_eq "run dir: gone at the end" no "$(test -e "$rd" && echo yes || echo no)"
-TMPDIR="$SHARED" "$VIGIL" run --mode deepspeed --precheck off -- sh -c 'stat -c "%a %U" "${VIGIL_HOSTFILE%/*}"; cat "$VIGIL_HOSTFILE"' \
+TMPDIR="$SHARED" run --mode deepspeed -- sh -c 'stat -c "%a %U" "${VIGIL_HOSTFILE%/*}"; cat "$VIGIL_HOSTFILE"' \
 	>"$SCRATCH/rd.out" 2>/dev/null
 expect_eq "run dir: private while the job runs" "700 root" "$(head -1 "$SCRATCH/rd.out")"
 expect_match "run dir: the hostfile in it" 'slots=' "$(cat "$SCRATCH/rd.out")"

@@ -167,6 +167,9 @@ clean_bed "coordinator killed"
 #    agent, SIGKILL after odls_base_sigkill_timeout).  Under --resume each
 #    agent first gives its training the checkpoint signal, and says why it
 #    ended in its record when no report comes.
+# (odls_base_sigkill_timeout is Open MPI's TERM-to-KILL delay for the
+# agents; mpirun itself runs as every tb_mpirun does, under timeout -k and
+# mpirun-bounded, so a deadlocked one is killed)
 MPIRUN_OPTS="--mca odls_base_sigkill_timeout 10" start_case teardown
 kill -KILL "$(pid_in n3 vigil)"
 end_job 40

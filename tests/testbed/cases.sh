@@ -4,8 +4,7 @@
 #
 #   train DIR [ARGS]   the training's command: contrib/examples/train_sim.py,
 #                      its checkpoint under DIR/<hostname>
-#   report FILE EXPR   a Python expression over the JSON in FILE (as r)
-#   wait_ready LOG N   until N trainings printed "ready" (20 s at most)
+#   (report, wait_ready: lib.sh)
 #   pid_in NODE COMM   a process named COMM in NODE's namespace
 #   event_after_ms FILE KIND T0   ms from T0 (epoch ms) to the first KIND event
 #   bed_empty          nothing of the job left on any node (10 s at most)
@@ -18,13 +17,6 @@
 # the training on each node keeps its checkpoint under $ck/<hostname>
 train() {
 	echo "sh -c 'exec $SIM --iters 1000000 --iter-ms 20 --ckpt-dir $1/\$(hostname) ${2:-}'"
-}
-report() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
-ready_count() { local n; n=$(grep -c -E '^(\[[^]]*\] )?ready ' "$1" 2>/dev/null); echo "${n:-0}"; }
-wait_ready() {
-	local i
-	for ((i = 0; i < 400; i++)); do [ "$(ready_count "$1")" -ge "$2" ] && return 0; sleep 0.05; done
-	return 1
 }
 # pid_in NODE COMM: a process named COMM inside NODE's namespace
 pid_in() {

@@ -453,16 +453,13 @@ static void
 test_shared_names_at_scale(void **state)
 {
 	struct fx *f = *state;
-	int64_t t0;
 
+	/* (its time at 10,000 nodes is bench_coord's plan figure, not a test's) */
 	f->o.size = 10000;
 	f->o.unique_hosts = true;
-	t0 = util_now_ns();
 	start_named(f, big_cluster);
 	assert_false(f->plan.go);
 	assert_true(said(&f->rec, "('node00123' is ranks 123, 9876)"));
-	/* the whole plan, payloads parsed, well under a second (O(N log N)) */
-	assert_true(util_now_ns() - t0 < 2000000000LL);
 	coord_free(f->c);
 	rec_clear(&f->rec);
 	/* every rank on one host: the first ranks named, the rest counted */

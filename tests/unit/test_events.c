@@ -4,6 +4,7 @@
 #include "autoconf.h"
 
 #include "vigil_test.h"
+#include "scratch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -72,22 +73,6 @@ read_events(const char *path, cJSON **out, int max)
 	}
 	fclose(fp);
 	return n;
-}
-
-/* The whole file as a string (the caller frees it). */
-static char *
-slurp_all(const char *path)
-{
-	FILE *fp = fopen(path, "r");
-	char *buf = calloc(1, 65536);
-	size_t n;
-
-	assert_non_null(fp);
-	assert_non_null(buf);
-	n = fread(buf, 1, 65535, fp);
-	buf[n] = '\0';
-	fclose(fp);
-	return buf;
 }
 
 static void
@@ -306,7 +291,7 @@ test_fresh_line_after_torn_log(void **state)
 	write_one(ev, "n", 3, "fresh");
 	write_one(ev, "n", 3, "fresh again");
 	assert_int_equal(events_close(ev), 0);
-	text = slurp_all(f->path);
+	text = slurp(f->path, 65536, NULL);
 	assert_int_equal(strncmp(text, torn, sizeof(torn) - 1), 0);
 	nl = text + sizeof(torn) - 1;
 	assert_int_equal(*nl, '\n');
@@ -330,7 +315,7 @@ test_valid_utf8(void **state)
 	assert_int_equal(events_open(f->path, &ev), 0);
 	write_one(ev, "n", 0, "bad \xff\xfe bytes \xc3\x28 and \xe2\x82");
 	assert_int_equal(events_close(ev), 0);
-	text = slurp_all(f->path);
+	text = slurp(f->path, 65536, NULL);
 	assert_true(util_utf8_valid(text, strlen(text)));
 	assert_non_null(strstr(text, "bad \xef\xbf\xbd\xef\xbf\xbd bytes"));
 	free(text);
