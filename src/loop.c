@@ -1,6 +1,9 @@
 /*
  * loop.c - one poll() over the registered descriptors, timers on a
  * monotonic clock, and a hook before each poll that drives MPI progress.
+ * Time is kept in microseconds (ppoll() sleeps that finely), so that a
+ * descriptor can be left alone for a fraction of a millisecond while its
+ * writer fills it (node.c gathers a fast training's output so).
  *
  * Modelled on Redis's ae.c: registrations live in small arrays and lists
  * scanned linearly.  The agent watches a handful of descriptors (signalfd,
@@ -36,7 +39,7 @@ struct fd_entry {
 
 struct loop_timer {
 	struct loop_timer *next;
-	uint64_t due;       /* on the loop's clock, ms */
+	uint64_t due;       /* on the loop's clock, us */
 	uint64_t seq;       /* creation order: breaks ties between equal dues */
 	uint64_t ran_turn;  /* the last turn it ran in, or the turn it was added in */
 	bool dead;
@@ -64,10 +67,10 @@ struct loop {
 };
 
 static uint64_t
-monotonic_ms(void *arg)
+monotonic_us(void *arg)
 {
 	(void)arg;
-	return util_now_ms();
+	return (uint64_t)(util_now_ns() / 1000);
 }
 
 struct loop *
@@ -77,7 +80,7 @@ loop_new(void)
 
 	if (!l)
 		return NULL;
-	l->clock = monotonic_ms;
+	l->clock = monotonic_us;
 	return l;
 }
 
@@ -100,14 +103,20 @@ loop_free(struct loop *l)
 void
 loop_set_clock(struct loop *l, loop_clock_fn *fn, void *arg)
 {
-	l->clock = fn ? fn : monotonic_ms;
+	l->clock = fn ? fn : monotonic_us;
 	l->clock_arg = fn ? arg : NULL;
+}
+
+uint64_t
+loop_now_us(struct loop *l)
+{
+	return l->clock(l->clock_arg);
 }
 
 uint64_t
 loop_now(struct loop *l)
 {
-	return l->clock(l->clock_arg);
+	return loop_now_us(l) / 1000;
 }
 
 /* Frees what was removed.  Only between dispatches: a callback up the
@@ -205,13 +214,13 @@ loop_del_fd(struct loop *l, int fd)
 }
 
 struct loop_timer *
-loop_add_timer(struct loop *l, long first_ms, loop_timer_fn *fn, void *arg)
+loop_add_timer_us(struct loop *l, long first_us, loop_timer_fn *fn, void *arg)
 {
 	struct loop_timer *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return NULL;
-	t->due = loop_now(l) + (uint64_t)(first_ms > 0 ? first_ms : 0);
+	t->due = loop_now_us(l) + (uint64_t)(first_us > 0 ? first_us : 0);
 	t->seq = l->timer_seq++;
 	/* Marked as run in the current turn: a timer added by a callback
 	 * waits for the next turn, so a callback that keeps adding zero-delay
@@ -222,6 +231,14 @@ loop_add_timer(struct loop *l, long first_ms, loop_timer_fn *fn, void *arg)
 	t->next = l->timers;
 	l->timers = t;
 	return t;
+}
+
+struct loop_timer *
+loop_add_timer(struct loop *l, long first_ms, loop_timer_fn *fn, void *arg)
+{
+	long max_ms = LONG_MAX / 1000;
+
+	return loop_add_timer_us(l, first_ms > max_ms ? max_ms * 1000 : first_ms * 1000, fn, arg);
 }
 
 void
@@ -241,15 +258,27 @@ loop_set_before_poll(struct loop *l, loop_hook_fn *fn, void *arg)
 	l->hook_arg = fn ? arg : NULL;
 }
 
-/* The poll() timeout in ms: the least of the limits that apply, or -1. */
-static int
-poll_timeout(struct loop *l, long max_wait_ms, long hook_ms)
+/* A wait in ms as one in us, saturating; negative stays -1 (no limit). */
+static int64_t
+ms_to_us(long ms)
 {
-	long wait = max_wait_ms >= 0 ? max_wait_ms : -1;
-	uint64_t now = loop_now(l);
+	if (ms < 0)
+		return -1;
+	return ms > INT64_MAX / 1000 ? INT64_MAX : (int64_t)ms * 1000;
+}
 
-	if (hook_ms >= 0 && (wait < 0 || hook_ms < wait))
-		wait = hook_ms;
+/*
+ * How long ppoll() may sleep: the least of the limits that apply, in us
+ * (TS), or NULL for no limit.
+ */
+static struct timespec *
+poll_timeout(struct loop *l, long max_wait_ms, long hook_ms, struct timespec *ts)
+{
+	int64_t wait = ms_to_us(max_wait_ms), hook = ms_to_us(hook_ms);
+	uint64_t now = loop_now_us(l);
+
+	if (hook >= 0 && (wait < 0 || hook < wait))
+		wait = hook;
 	for (struct loop_timer *t = l->timers; t; t = t->next) {
 		uint64_t left;
 
@@ -257,9 +286,13 @@ poll_timeout(struct loop *l, long max_wait_ms, long hook_ms)
 			continue;
 		left = t->due > now ? t->due - now : 0;
 		if (wait < 0 || left < (uint64_t)wait)
-			wait = left > (uint64_t)LONG_MAX ? LONG_MAX : (long)left;
+			wait = (int64_t)left;
 	}
-	return wait > INT_MAX ? INT_MAX : (int)wait;
+	if (wait < 0)
+		return NULL;
+	ts->tv_sec = (time_t)(wait / 1000000);
+	ts->tv_nsec = (long)(wait % 1000000) * 1000;
+	return ts;
 }
 
 /* The first NPOLLED entries were polled; later ones were added since. */
@@ -304,7 +337,7 @@ next_due(struct loop *l, uint64_t now)
 static int
 dispatch_timers(struct loop *l)
 {
-	uint64_t now = loop_now(l);
+	uint64_t now = loop_now_us(l);
 	struct loop_timer *t;
 	int ran = 0;
 
@@ -327,7 +360,7 @@ dispatch_timers(struct loop *l)
 		 * was held up (a slow MPI call, a stopped process) fires each late
 		 * timer once rather than in a burst of catch-up calls.
 		 */
-		t->due = now + (uint64_t)next;
+		t->due = now + (uint64_t)ms_to_us(next);
 	}
 	return ran;
 }
@@ -335,6 +368,7 @@ dispatch_timers(struct loop *l)
 int
 loop_run_once(struct loop *l, long max_wait_ms)
 {
+	struct timespec ts;
 	long hook_ms = -1;
 	size_t npolled;
 	int n, rc, ran;
@@ -364,7 +398,7 @@ loop_run_once(struct loop *l, long max_wait_ms)
 		l->pfds[i].revents = 0;
 	}
 
-	n = poll(l->pfds, (nfds_t)npolled, poll_timeout(l, max_wait_ms, hook_ms));
+	n = ppoll(l->pfds, (nfds_t)npolled, poll_timeout(l, max_wait_ms, hook_ms, &ts), NULL);
 	if (n < 0) {
 		rc = -errno;
 		if (rc != -EINTR)

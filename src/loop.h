@@ -35,7 +35,7 @@ typedef long loop_timer_fn(struct loop *l, void *arg);
  */
 typedef long loop_hook_fn(struct loop *l, void *arg);
 
-/* A monotonic clock in ms; injectable so timer tests never sleep. */
+/* A monotonic clock in us; injectable so timer tests never sleep. */
 typedef uint64_t loop_clock_fn(void *arg);
 
 /* NULL with errno set on allocation failure. */
@@ -45,7 +45,8 @@ void loop_free(struct loop *l);
 
 /* FN NULL: back to CLOCK_MONOTONIC, the default. */
 void loop_set_clock(struct loop *l, loop_clock_fn *fn, void *arg);
-uint64_t loop_now(struct loop *l); /* ms on the loop's clock */
+uint64_t loop_now(struct loop *l);    /* ms on the loop's clock */
+uint64_t loop_now_us(struct loop *l); /* us on the loop's clock */
 
 /*
  * Watch FD for EVENTS (POLLIN and/or POLLOUT; 0 keeps it registered but
@@ -67,6 +68,8 @@ int loop_del_fd(struct loop *l, int fd);                /* -ENOENT if absent */
  * handle is valid until loop_del_timer() or FN returns LOOP_NOMORE.
  */
 struct loop_timer *loop_add_timer(struct loop *l, long first_ms, loop_timer_fn *fn, void *arg);
+/* The same with the first delay in us; FN still returns its next interval in ms. */
+struct loop_timer *loop_add_timer_us(struct loop *l, long first_us, loop_timer_fn *fn, void *arg);
 void loop_del_timer(struct loop *l, struct loop_timer *t);  /* NULL is a no-op */
 
 void loop_set_before_poll(struct loop *l, loop_hook_fn *fn, void *arg);

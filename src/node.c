@@ -5,6 +5,7 @@
 #include "autoconf.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
 #include <signal.h>
@@ -28,6 +29,7 @@
 #include "modes.h"
 #include "node.h"
 #include "output.h"
+#include "pace.h"
 #include "prep.h"
 #include "progress.h"
 #include "rundir.h"
@@ -43,10 +45,24 @@ extern char **environ;
 #define READ_CHUNK (128u << 10)  /* as cat reads; larger reads made the
                                   * producer wait longer on the pipe lock */
 #define READS_PER_TURN 4         /* reads per wakeup before others get a turn */
+#define PIPE_SIZE (1u << 20)     /* asked of the training's pipes: room while it is left to fill */
+#define HOLD_US 1000             /* a streaming pty's output is held at most this long */
+#define HOLD_BYTES (32u << 10)   /* ... or until this much is held */
 #define OUTPUT_CAP (1u << 20)    /* bytes of output held while our reader is slow */
 #define DRAIN_MS 2000            /* after the child exits, wait this long for EOF */
 #define STOP_AFTER_CKPT_MS 5000  /* TERM to KILL once the checkpoint's grace is over */
 #define SCAN_LINE_MAX 4096       /* timing lines are short; longer lines are cut for scanning */
+
+/* One of the training's streams as it is read: how fast, and whether it is
+ * being left to fill (pace.h). */
+struct stream {
+	struct node *n;
+	struct pace pace;
+	struct loop_timer *gather;  /* pending: read when it fires, not on poll() */
+	uint64_t read_us;           /* the last read that got something */
+	bool fresh;                 /* read since the last release */
+	struct loop_timer *release; /* pending: writes out what is held */
+};
 
 struct node {
 	struct node_opts o;
@@ -73,6 +89,7 @@ struct node {
 	struct mode_node *mnodes;
 	struct child *child;
 	int cout, cerr;           /* the child's stdout/stderr read ends, -1 at EOF */
+	struct stream sout, serr; /* ... as they are read */
 	bool exited, stopping, ckpt_sent, result_sent;
 	int agent_signal;
 	char start_error[512];
@@ -304,15 +321,86 @@ on_dest(struct loop *l, int fd, short revents, void *arg)
 	if (rc < 0 && rc != -EPIPE)
 		LOG_ERR("cannot write the training's %s: %s", o == n->out ? "stdout" : "stderr",
 		        strerror(-rc));
-	/* Room again: read the child once more (back-pressure released). */
-	if (cfd >= 0 && output_room(o) > 0)
+	/* Room again: read the child once more (back-pressure released),
+	 * unless it is being left to fill: its timer reads it. */
+	if (cfd >= 0 && output_room(o) > 0 && !(o == n->out ? n->sout : n->serr).gather)
 		loop_mod_fd(l, cfd, POLLIN);
+}
+
+/* Held output (a streaming pty's) goes out now, all of it. */
+static void
+release(struct node *n, struct stream *s)
+{
+	struct output *o = s == &n->sout ? n->out : n->err;
+
+	loop_del_timer(n->loop, s->release);
+	s->release = NULL;
+	if (!o)
+		return;
+	output_set_hold(o, 0);
+	if (output_flush(o) > 0)
+		loop_mod_fd(n->loop, output_fd(o), POLLOUT);
+}
+
+/*
+ * HOLD_US after the hold began: the whole lines go out.  A line begun
+ * waits for its end one more HOLD_US while the training still writes;
+ * then it goes as it is (a progress bar redrawn with '\r', a prompt).
+ */
+static long
+on_release(struct loop *l, void *arg)
+{
+	struct stream *s = arg;
+	struct node *n = s->n;
+	struct output *o = s == &n->sout ? n->out : n->err;
+	int rc;
+
+	s->release = NULL;  /* the loop frees it */
+	if (!s->fresh) {
+		release(n, s);
+		return LOOP_NOMORE;
+	}
+	s->fresh = false;
+	rc = output_flush_lines(o);
+	if (rc > 0)
+		loop_mod_fd(l, output_fd(o), POLLOUT);
+	if (rc >= 0 && output_held(o))
+		s->release = loop_add_timer_us(l, HOLD_US, on_release, s);
+	else
+		output_set_hold(o, 0);
+	return LOOP_NOMORE;
+}
+
+/*
+ * A pseudo-terminal's stream read again within HOLD_US of the last read:
+ * the training is streaming, and a write per read (4 KiB at most) would
+ * cost our reader a wake-up each; what it writes is held for HOLD_US at
+ * most and goes out in larger writes.  Output that comes now and then is
+ * written as it comes.  A pipe is left to fill instead (pace.h).
+ */
+static void
+hold_if_streaming(struct node *n, struct stream *s, struct output *o)
+{
+	uint64_t now = loop_now_us(n->loop), last = s->read_us;
+
+	s->read_us = now;
+	s->fresh = true;
+	if (s->pace.capacity > 0 || last == 0 || now - last >= HOLD_US)
+		return;
+	if (!s->release && !(s->release = loop_add_timer_us(n->loop, HOLD_US, on_release, s)))
+		return;
+	output_set_hold(o, HOLD_BYTES);
 }
 
 static void
 close_child_fd(struct node *n, int fd)
 {
+	struct stream *s = fd == n->cout ? &n->sout : &n->serr;
+
 	loop_del_fd(n->loop, fd);
+	loop_del_timer(n->loop, s->gather);
+	s->gather = NULL;
+	release(n, s);
 	child_close_fd(n->child, fd);
 	if (fd == n->cerr) {
 		n->cerr = -1;
@@ -375,36 +463,48 @@ pass_on(struct node *n, struct output *o, const char *buf, size_t len)
 	return 0;
 }
 
+static long on_gather(struct loop *l, void *arg);
+
+/*
+ * Read the training's stream FD: again until it is empty, up to
+ * READS_PER_TURN times (the training often writes more while we pass the
+ * last read on, and each poll() that sleeps costs a wakeup; the bound
+ * leaves signals and MPI their turn).  Once it is read empty, a fast
+ * writer's pipe is left to fill for a moment (pace.h).
+ */
 static void
-on_child_fd(struct loop *l, int fd, short revents, void *arg)
+read_stream(struct node *n, int fd)
 {
 	static char buf[READ_CHUNK];
-	struct node *n = arg;
 	struct output *o = fd == n->cout ? n->out : n->err;
+	struct stream *s = fd == n->cout ? &n->sout : &n->serr;
+	bool empty = false;
+	long wait;
 	int rc;
 
-	(void)revents;
-	/* Read again until the pipe is empty (EAGAIN), up to READS_PER_TURN
-	 * times: the training often writes more while we pass the last read
-	 * on, and each poll() that sleeps costs a wakeup.  The bound leaves
-	 * signals and MPI their turn. */
-	for (int i = 0; i < READS_PER_TURN; i++) {
+	for (int i = 0; i < READS_PER_TURN && !empty; i++) {
 		size_t room = output_room(o), want = room < sizeof(buf) ? room : sizeof(buf);
 		ssize_t got;
 
 		if (room == 0) {
-			loop_mod_fd(l, fd, 0);  /* back-pressure: resumed by on_dest() */
+			loop_mod_fd(n->loop, fd, 0);  /* back-pressure: resumed by on_dest() */
 			return;
 		}
 		got = read(fd, buf, want);
-		if (got < 0 && (errno == EAGAIN || errno == EINTR))
+		if (got < 0 && errno == EINTR)
 			return;
+		if (got < 0 && errno == EAGAIN) {
+			empty = true;
+			break;
+		}
 		if (got <= 0) {
 			/* EOF; a pty master reads EIO once the child side is closed */
 			close_child_fd(n, fd);
 			maybe_done(n);
 			return;
 		}
+		pace_got(&s->pace, (size_t)got);
+		hold_if_streaming(n, s, o);
 		/* a copy for scanning; what passes through is untouched */
 		if (o == n->err)
 			tail_bytes(n, buf, (size_t)got);
@@ -413,13 +513,52 @@ on_child_fd(struct loop *l, int fd, short revents, void *arg)
 		if (rc < 0 && rc != -EAGAIN && rc != -EPIPE)
 			LOG_ERR("cannot pass the training's output on: %s; it is being lost",
 			        strerror(-rc));
-		if (output_pending(o))
-			loop_mod_fd(l, output_fd(o), POLLOUT);
-		/* A short read emptied the pipe: poll() says when there is
-		 * more, and a read now would only say EAGAIN. */
-		if ((size_t)got < want)
-			return;
+		if (output_pending(o) && !output_held(o))
+			loop_mod_fd(n->loop, output_fd(o), POLLOUT);
+		/* A short read emptied the pipe: a read now would only say EAGAIN. */
+		empty = (size_t)got < want;
 	}
+	if (!empty)
+		return;  /* more is waiting: poll() says so at once */
+	wait = pace_empty(&s->pace, loop_now_us(n->loop));
+	if (wait > 0 && (s->gather = loop_add_timer_us(n->loop, wait, on_gather, s)) != NULL)
+		loop_mod_fd(n->loop, fd, 0);
+}
+
+static void
+on_child_fd(struct loop *l, int fd, short revents, void *arg)
+{
+	(void)l;
+	(void)revents;
+	read_stream(arg, fd);
+}
+
+/* A stream left to fill: read it now, and wait on it in poll() again. */
+static long
+on_gather(struct loop *l, void *arg)
+{
+	struct stream *s = arg;
+	struct node *n = s->n;
+	int fd = s == &n->sout ? n->cout : n->cerr;
+
+	s->gather = NULL;
+	if (fd >= 0) {
+		loop_mod_fd(l, fd, POLLIN);
+		read_stream(n, fd);
+	}
+	return LOOP_NOMORE;
+}
+
+/* What a stream holds before the training must wait: a pipe asked for
+ * PIPE_SIZE; 0 for a pseudo-terminal, which is never left to fill. */
+static size_t
+stream_capacity(int fd)
+{
+	int size = fcntl(fd, F_SETPIPE_SZ, (int)PIPE_SIZE);
+
+	if (size < 0)
+		size = fcntl(fd, F_GETPIPE_SZ);
+	return size > 0 ? (size_t)size : 0;
 }
 
 /* Once per job: a restarted training writes to the same place. */
@@ -971,6 +1110,9 @@ start_training(struct node *n)
 	}
 	n->cout = child_stdout_fd(n->child);
 	n->cerr = child_stderr_fd(n->child);
+	n->sout.n = n->serr.n = n;
+	pace_init(&n->sout.pace, stream_capacity(n->cout), READ_CHUNK);
+	pace_init(&n->serr.pace, stream_capacity(n->cerr), READ_CHUNK);
 	rc = open_outputs(n);
 	if (rc < 0) {
 		LOG_ERR("cannot pass the training's output through: %s", strerror(-rc));

@@ -42,6 +42,9 @@ struct output {
 	size_t prefix_len;
 	bool at_line_start;      /* the next byte pushed begins a line */
 	bool discard;
+	size_t hold;             /* bytes held before a push writes (output_set_hold) */
+	bool blocked;            /* the destination refused bytes due now: wait for POLLOUT */
+	bool dest_mid_line;      /* the last byte written was not a newline */
 	int err;                 /* destination failed with this; 0 while fine */
 	unsigned long long written;
 	unsigned long long lost;
@@ -130,6 +133,19 @@ queued(const struct output *o)
 	return o->tail - o->head;
 }
 
+void
+output_set_hold(struct output *o, size_t bytes)
+{
+	o->hold = bytes;
+}
+
+bool
+output_held(const struct output *o)
+{
+	return queued(o) > 0 && o->hold > 0 && !o->blocked;
+}
+
+
 size_t
 output_room(const struct output *o)
 {
@@ -198,6 +214,8 @@ write_some(struct output *o, const char *buf, size_t len, size_t *done)
 		break;
 	}
 	o->written += off;
+	if (off > 0)
+		o->dest_mid_line = buf[off - 1] != '\n';
 	*done = off;
 	return rc;
 }
@@ -303,23 +321,45 @@ append_prefixed(struct output *o, const char *buf, size_t len)
 	o->tail = (size_t)(dst - o->buf);
 }
 
-int
-output_flush(struct output *o)
+/* Write the first LEN queued bytes (as output_flush() writes them all). */
+static int
+flush_some(struct output *o, size_t len)
 {
 	size_t done;
 	int rc;
 
-	if (o->err || !queued(o))
+	o->blocked = false;
+	if (o->err || len == 0)
 		return 0;
-	rc = write_some(o, o->buf + o->head, queued(o), &done);
+	rc = write_some(o, o->buf + o->head, len, &done);
 	o->head += done;
 	if (rc < 0)
 		return fail(o, rc, 0);
-	if (o->head == o->tail) {
+	if (o->head == o->tail)
 		o->head = o->tail = 0;
-		return 0;
-	}
-	return 1;
+	o->blocked = done < len;
+	return o->blocked;
+}
+
+/* The queued bytes up to the last newline: the whole lines. */
+static size_t
+whole_lines(const struct output *o)
+{
+	const char *nl = queued(o) ? memrchr(o->buf + o->head, '\n', queued(o)) : NULL;
+
+	return nl ? (size_t)(nl + 1 - (o->buf + o->head)) : 0;
+}
+
+int
+output_flush_lines(struct output *o)
+{
+	return flush_some(o, whole_lines(o));
+}
+
+int
+output_flush(struct output *o)
+{
+	return flush_some(o, o->hold ? whole_lines(o) : queued(o));
 }
 
 int
@@ -342,7 +382,7 @@ output_push(struct output *o, const char *buf, size_t len)
 		/* The common case: nothing queued, so the caller's buffer goes
 		 * straight to the destination and only a remainder is copied. */
 		o->at_line_start = buf[len - 1] == '\n';
-		if (!queued(o)) {
+		if (!queued(o) && !o->hold) {
 			rc = write_some(o, buf, len, &done);
 			if (rc < 0)
 				return fail(o, rc, len - done);
@@ -363,7 +403,19 @@ output_push(struct output *o, const char *buf, size_t len)
 		}
 		append_prefixed(o, buf, len);
 	}
-	rc = output_flush(o);
+	if (!o->hold)
+		return (rc = flush_some(o, queued(o))) < 0 ? rc : 0;
+	rc = 0;
+	if (o->dest_mid_line) {
+		/* A line the destination has begun ends at once: held, another
+		 * writer's output could come in before its end. */
+		const char *nl = memchr(o->buf + o->head, '\n', queued(o));
+
+		rc = flush_some(o, nl ? (size_t)(nl + 1 - (o->buf + o->head)) : queued(o));
+	}
+	if (rc == 0 && queued(o) >= o->hold)
+		/* enough held: whole lines, or all of one line longer than that */
+		rc = flush_some(o, whole_lines(o) ? whole_lines(o) : queued(o));
 	return rc < 0 ? rc : 0;
 }
 
@@ -373,6 +425,8 @@ output_drain(struct output *o, int timeout_ms)
 	long long deadline = (long long)util_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	struct pollfd pfd = { .fd = o->fd, .events = POLLOUT };
 	int rc, wait_ms;
+
+	o->hold = 0;  /* the end: a line begun goes too */
 
 	for (;;) {
 		rc = output_flush(o);

@@ -34,6 +34,28 @@ int output_set_prefix(struct output *o, const char *prefix);
 /* Discard instead of writing (--output coordinator on other nodes). */
 void output_set_discard(struct output *o, bool discard);
 
+/*
+ * Hold up to BYTES pushed bytes instead of writing each push at once (0:
+ * write at once, the default).  While the training streams through a
+ * pseudo-terminal, which hands out a few KiB a read, writing every read
+ * costs a write and a wake-up of our reader per read; held, they go out
+ * in fewer, larger writes, whole lines only (output_flush_lines()), so
+ * that a line is never cut where another writer's output (another rank's,
+ * merged by mpirun) could come in between.  The caller bounds how long
+ * bytes wait: it writes them with output_flush_lines() or, setting 0
+ * again, output_flush().
+ */
+void output_set_hold(struct output *o, size_t bytes);
+
+/* Bytes are queued because they are held, none because the destination refused them. */
+bool output_held(const struct output *o);
+
+/*
+ * output_flush(), but only up to the last newline queued whatever the
+ * hold: a line begun stays queued for its end.  Returns as output_flush().
+ */
+int output_flush_lines(struct output *o);
+
 /* How many more child bytes may be pushed now; 0 means stop reading the child. */
 size_t output_room(const struct output *o);
 
@@ -50,8 +72,10 @@ size_t output_room(const struct output *o);
 int output_push(struct output *o, const char *buf, size_t len);
 
 /*
- * Write what the destination takes now.  Returns 1 while bytes remain (wait
- * for POLLOUT on output_fd()), 0 when empty, or a negative errno.
+ * Write what the destination takes now (while holding, whole lines only).
+ * Returns 1 while bytes it should have taken remain (wait for POLLOUT on
+ * output_fd()), 0 when there are none (a line begun may still be held),
+ * or a negative errno.
  */
 int output_flush(struct output *o);
 

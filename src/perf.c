@@ -27,6 +27,10 @@
  * cannot grow the agent.
  */
 #define PERF_MAX_KEYS 256
+/* Slots of the keys' index: a power of two, at least twice the keys. */
+#define KEY_SLOTS 512
+_Static_assert(KEY_SLOTS >= 2 * PERF_MAX_KEYS && (KEY_SLOTS & (KEY_SLOTS - 1)) == 0,
+               "the keys' index is a power of two with room to spare");
 
 /*
  * A node whose count has not moved for this many reductions while another
@@ -73,6 +77,7 @@ struct perf_key {
 struct perf_node {
 	struct perf_key *keys;
 	size_t nkeys, capkeys, last;   /* LAST: the key that printed last */
+	uint16_t index[KEY_SLOTS];     /* open addressing: a key's position + 1, 0 empty */
 	size_t lead;           /* the furthest iteration any key reached */
 	size_t start;          /* a first key starts after this iteration */
 	unsigned carry;        /* lines of iteration start+1 the first key has seen */
@@ -168,22 +173,46 @@ same_key(const char *a, const char *b)
 	return memcmp(a, b, sizeof(((struct perf_key *)0)->name)) == 0;
 }
 
+/* The index slot where NAME starts its probe: its words folded and mixed. */
+static size_t
+key_hash(const char *name)
+{
+	uint64_t w[sizeof(((struct perf_key *)0)->name) / 8], h = 0;
+
+	memcpy(w, name, sizeof(w));
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+		h = (h ^ w[i]) * 0x9e3779b97f4a7c15u;
+	return (size_t)(h >> 40) & (KEY_SLOTS - 1);
+}
+
+/*
+ * The key NAME, added when new.  Lines mostly come from the key of the
+ * line before; the others are found through the index, in a probe or two
+ * however many processes the node runs.
+ */
 static struct perf_key *
 find_key(struct perf_node *n, const char *name)
 {
-	/* Lines mostly come from the key of the line before, or the next one. */
+	size_t at;
+	struct perf_key *k;
+
 	if (n->last < n->nkeys && same_key(n->keys[n->last].name, name))
 		return &n->keys[n->last];
-	for (size_t i = 0; i < n->nkeys; i++) {
-		if (same_key(n->keys[i].name, name)) {
-			n->last = i;
-			return &n->keys[i];
+	for (at = key_hash(name); n->index[at] != 0; at = (at + 1) & (KEY_SLOTS - 1)) {
+		k = &n->keys[n->index[at] - 1];
+		if (same_key(k->name, name)) {
+			n->last = n->index[at] - 1;
+			return k;
 		}
 	}
 	if (n->nkeys == PERF_MAX_KEYS)
 		return &n->keys[n->nkeys - 1];
-	n->last = n->nkeys;
-	return new_key(n, name);
+	k = new_key(n, name);
+	if (k) {
+		n->last = n->nkeys - 1;
+		n->index[at] = (uint16_t)n->nkeys;
+	}
+	return k;
 }
 
 static size_t
@@ -355,6 +384,7 @@ perf_node_restart(struct perf_node *n)
 	n->start = done;
 	n->lead = done;
 	n->nkeys = 0;
+	memset(n->index, 0, sizeof(n->index));
 	n->last = 0;
 	n->carry = 0;
 }

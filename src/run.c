@@ -887,8 +887,9 @@ before_poll(struct loop *l, void *arg)
 	else if (peer_busy(j->p) || now < j->nudged_until)
 		w = BUSY_POLL_MS;
 	else if ((j->node && node_waiting(j->node)) || (j->coord && coord_ending(j->coord)) ||
+	         j->phase == PH_GATHER || j->phase == PH_DRYRUN || j->phase == PH_PLAN ||
 	         j->phase == PH_FINAL || j->phase == PH_DRAIN)
-		w = DUE_POLL_MS;
+		w = DUE_POLL_MS;  /* the reports, the plan, a result, FINAL: due any moment */
 	else
 		w = IDLE_POLL_MS;
 	return wait < 0 || w < wait ? w : wait;

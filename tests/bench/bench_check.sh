@@ -2,14 +2,21 @@
 # bench_check.sh - wall time of `vigil check`, alone and gathered under
 # mpirun, each as a ratio to a baseline measured in the same run:
 #   alone:        vigil check            vs  /bin/true (a process start)
-#   gathered, N:  mpirun -np N vigil check  vs  mpirun -np N true
+#   gathered, N:  mpirun -np N vigil check  vs  mpirun -np N bench_mpi_gather
+#                 (an MPI program that initialises, gathers one report per
+#                 rank at rank 0 and finalises: the least any gathered
+#                 check pays; `mpirun -np N true` starts no MPI and is
+#                 shown beside it for reference)
 # Medians of REPS runs (default 5).  Machines here are shared and noisy,
 # so only the ratios are worth comparing across runs.
 #
 # Usage: tests/bench/bench_check.sh [VIGIL]   (default ./vigil)
+# Env: GATHER (bench_mpi_gather, default beside VIGIL in tests/bench)
 set -euo pipefail
 
 vigil=$(realpath "${1:-./vigil}")
+gather=${GATHER:-$(dirname "$vigil")/tests/bench/bench_mpi_gather}
+[ -x "$gather" ] || { echo "bench_check: $gather not built (make bench builds it)" >&2; exit 2; }
 reps=${REPS:-5}
 ranks=${RANKS:-"1 2 4 8"}
 mpirun=${MPIRUN:-mpirun}
@@ -33,12 +40,14 @@ median_ms() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
 echo "# vigil check wall time, median of $reps runs ($(nproc) cores, $(date -u +%Y-%m-%d))"
-printf '%-28s %12s %12s %8s\n' "case" "vigil ms" "baseline ms" "ratio"
+printf '%-34s %10s %12s %8s %14s\n' "case" "vigil ms" "baseline ms" "ratio" "mpirun true ms"
 b=$(median_ms /bin/true)
 v=$(median_ms "$vigil" check)
-printf '%-28s %12s %12s %8s\n' "alone (vs true)" "$v" "$b" "$(ratio "$v" "$b")"
+printf '%-34s %10s %12s %8s %14s\n' "alone (vs true)" "$v" "$b" "$(ratio "$v" "$b")" -
 for n in $ranks; do
-	b=$(median_ms "$mpirun" --oversubscribe --bind-to none -np "$n" true)
+	t=$(median_ms "$mpirun" --oversubscribe --bind-to none -np "$n" true)
+	b=$(median_ms "$mpirun" --oversubscribe --bind-to none -np "$n" "$gather")
 	v=$(median_ms "$mpirun" --oversubscribe --bind-to none -np "$n" "$vigil" check)
-	printf '%-28s %12s %12s %8s\n' "mpirun -np $n (vs true)" "$v" "$b" "$(ratio "$v" "$b")"
+	printf '%-34s %10s %12s %8s %14s\n' "mpirun -np $n (vs MPI init+gather)" "$v" "$b" \
+		"$(ratio "$v" "$b")" "$t"
 done

@@ -2,20 +2,26 @@
 # bench_run.sh - figures for `vigil run`, each a ratio to a baseline
 # measured in the same run (these machines are shared and noisy):
 #
-#   pass-through   the training's output through the agent against the same
-#                  path with `cat` as the relay instead (one relay hop each),
-#                  bulk (`head -c BYTES /dev/zero`) and line by line
-#                  (bench_writer: a training's log, one write per line,
-#                  launcher prefixes, one timing line in 20):
-#                    pipe:   vigil run -- T | cat      vs  T | cat | cat
-#                    pty:    vigil run -- T            vs  sh -c 'T | cat'
+#   pass-through   the training's throughput through the agent against the
+#                  same path without the agent (the training writing
+#                  straight to the same reader), bulk (`head -c BYTES
+#                  /dev/zero`) and line by line (bench_writer: a training's
+#                  log, one write per line, launcher prefixes, one timing
+#                  line in 20):
+#                    pipe:   vigil run -- T | cat      vs  T | cat
+#                    pty:    vigil run -- T            vs  T
 #                            (stdout on a pseudo-terminal, drained)
 #                    mpirun: mpirun -np 2 vigil run -- T
-#                                                      vs  mpirun -np 2 sh -c 'T | cat'
+#                                                      vs  mpirun -np 2 T
 #                            marginal throughput (from two sizes) and the
 #                            fixed cost apart
-#                  and, for reference, T writing straight to the pty or to
-#                  mpirun's; goal >= 0.9
+#                  goal >= 0.9.  For reference, the same path with `cat`
+#                  doing the agent's job (one relay hop, the training on a
+#                  pipe): T | cat | cat, sh -c 'T | cat', mpirun -np 2 sh
+#                  -c 'T | cat'.  Through a pty the training line-buffers
+#                  (what the agent keeps, see vigil(1) PERFORMANCE) and
+#                  pays a pty's cost per line whoever reads it; through
+#                  cat it writes into a pipe.
 #   signal         latency from kill() to the training's handler, through
 #                  the agent vs kill() straight to the training; goal:
 #                  under 1 ms added (median)
@@ -72,59 +78,60 @@ ms() { local t0; t0=$(ns); "$@" >/dev/null 2>&1 || true; echo $(( ($(ns) - t0) /
 run1() { "$vigil" run --mode single --precheck off "$@"; }
 mpi2() { timeout -k 5 300 "$mpirun" --oversubscribe --bind-to none -np 2 "$@"; }
 
-pipe_base() { "$@" | cat | cat > /dev/null; }
+pipe_direct() { "$@" | cat > /dev/null; }
 pipe_vigil() { run1 -- "$@" 2>/dev/null | cat > /dev/null; }
-pty_base() { ptyrun sh -c '"$@" | cat' sh "$@"; }
-pty_vigil() { ptyrun "$vigil" run --mode single --precheck off -- "$@"; }
+pipe_cat() { "$@" | cat | cat > /dev/null; }
 pty_direct() { ptyrun "$@"; }
-mpi_base() { mpi2 sh -c '"$@" | cat' sh "$@"; }
-mpi_vigil() { mpi2 "$vigil" run --precheck off --summary-interval 0 -- "$@"; }
+pty_vigil() { ptyrun "$vigil" run --mode single --precheck off -- "$@"; }
+pty_cat() { ptyrun sh -c '"$@" | cat' sh "$@"; }
 mpi_direct() { mpi2 "$@"; }
+mpi_vigil() { mpi2 "$vigil" run --precheck off --summary-interval 0 -- "$@"; }
+mpi_cat() { mpi2 sh -c '"$@" | cat' sh "$@"; }
 
-# pair NAME MB BASE VIGIL DIRECT -- T...: medians of interleaved runs, one line
+# pair NAME MB PATH -- T...: medians of interleaved runs of PATH_direct,
+# PATH_vigil and PATH_cat, one line
 pair() {
-	local name=$1 mb=$2 base=$3 mine=$4 direct=$5 b=() m=() d=() i
-	shift 6
+	local name=$1 mb=$2 path=$3 d=() m=() c=() i
+	shift 4
 	for ((i = 0; i < reps; i++)); do
-		b+=("$(ms $base "$@")"); m+=("$(ms $mine "$@")")
-		[ "$direct" = - ] || d+=("$(ms $direct "$@")")
+		d+=("$(ms "${path}_direct" "$@")"); m+=("$(ms "${path}_vigil" "$@")")
+		c+=("$(ms "${path}_cat" "$@")")
 	done
-	awk -v n="$name" -v mb="$mb" -v b="$(med "${b[@]}")" -v m="$(med "${m[@]}")" \
-	    -v d="$([ "$direct" = - ] && echo 0 || med "${d[@]}")" 'BEGIN {
-		printf "pass-through %s: vigil %.0f MB/s, cat as the relay %.0f MB/s, ratio %.2f (goal >= 0.9)",
-		       n, mb / m * 1e3, mb / b * 1e3, b / m
-		if (d > 0) printf "; straight, no relay: %.0f MB/s", mb / d * 1e3
-		printf "\n" }'
+	awk -v n="$name" -v mb="$mb" -v d="$(med "${d[@]}")" -v m="$(med "${m[@]}")" \
+	    -v c="$(med "${c[@]}")" 'BEGIN {
+		printf "pass-through %s: vigil %.0f MB/s, without vigil %.0f MB/s, ratio %.2f (goal >= 0.9); ",
+		       n, mb / m * 1e3, mb / d * 1e3, d / m
+		printf "cat as the relay %.0f MB/s (vigil %.2f of it)\n", mb / c * 1e3, c / m }'
 }
 
 # mpi_pair NAME MB1 MB3 -- T1... -- T3...: marginal throughput from two sizes
 mpi_pair() {
-	local name=$1 mb1=$2 mb3=$3 b1=() b3=() m1=() m3=() d1=() d3=() i t1=() t3=() k
+	local name=$1 mb1=$2 mb3=$3 d1=() d3=() m1=() m3=() c1=() c3=() i t1=() t3=() k
 	shift 4
 	for ((k = 0; k < $#; k++)); do [ "${@:k+1:1}" = -- ] && break; done
 	t1=("${@:1:k}"); t3=("${@:k+2}")
 	for ((i = 0; i < reps; i++)); do
-		b1+=("$(ms mpi_base "${t1[@]}")"); m1+=("$(ms mpi_vigil "${t1[@]}")"); d1+=("$(ms mpi_direct "${t1[@]}")")
-		b3+=("$(ms mpi_base "${t3[@]}")"); m3+=("$(ms mpi_vigil "${t3[@]}")"); d3+=("$(ms mpi_direct "${t3[@]}")")
+		d1+=("$(ms mpi_direct "${t1[@]}")"); m1+=("$(ms mpi_vigil "${t1[@]}")"); c1+=("$(ms mpi_cat "${t1[@]}")")
+		d3+=("$(ms mpi_direct "${t3[@]}")"); m3+=("$(ms mpi_vigil "${t3[@]}")"); c3+=("$(ms mpi_cat "${t3[@]}")")
 	done
-	awk -v n="$name" -v mb="$(( mb3 - mb1 ))" -v mb1="$mb1" -v b1="$(med "${b1[@]}")" \
-	    -v b3="$(med "${b3[@]}")" -v m1="$(med "${m1[@]}")" -v m3="$(med "${m3[@]}")" \
-	    -v d1="$(med "${d1[@]}")" -v d3="$(med "${d3[@]}")" 'BEGIN {
-		bs = (b3 - b1) / mb; vs = (m3 - m1) / mb; ds = (d3 - d1) / mb
-		printf "pass-through %s: marginal vigil %.0f MB/s, cat as the relay %.0f MB/s, ratio %.2f (goal >= 0.9); ",
-		       n, 1e3 / vs, 1e3 / bs, bs / vs
-		printf "fixed: vigil %.2f s, cat %.2f s; straight, no relay: %.0f MB/s\n",
-		       (m1 - vs * mb1) / 1e3, (b1 - bs * mb1) / 1e3, 1e3 / ds }'
+	awk -v n="$name" -v mb="$(( mb3 - mb1 ))" -v mb1="$mb1" -v d1="$(med "${d1[@]}")" \
+	    -v d3="$(med "${d3[@]}")" -v m1="$(med "${m1[@]}")" -v m3="$(med "${m3[@]}")" \
+	    -v c1="$(med "${c1[@]}")" -v c3="$(med "${c3[@]}")" 'BEGIN {
+		ds = (d3 - d1) / mb; vs = (m3 - m1) / mb; cs = (c3 - c1) / mb
+		printf "pass-through %s: marginal vigil %.0f MB/s, without vigil %.0f MB/s, ratio %.2f (goal >= 0.9); ",
+		       n, 1e3 / vs, 1e3 / ds, ds / vs
+		printf "fixed: vigil %.2f s, without %.2f s; cat as the relay %.0f MB/s (vigil %.2f of it)\n",
+		       (m1 - vs * mb1) / 1e3, (d1 - ds * mb1) / 1e3, 1e3 / cs, cs / vs }'
 }
 
 if [ -z "$only" ] || [ "$only" = passthrough ]; then
 	[ -x "$writer" ] || { echo "bench_run: $writer not built (make bench builds it)" >&2; exit 2; }
 	lmb=$(( $("$writer" "$lines" | wc -c) / 1000000 ))
 	bmb=$(( bytes / 1000000 ))
-	pair "bulk, pipe" "$bmb" pipe_base pipe_vigil - -- head -c "$bytes" /dev/zero
-	pair "line by line, pipe" "$lmb" pipe_base pipe_vigil - -- "$writer" "$lines"
-	pair "bulk, pty" "$bmb" pty_base pty_vigil pty_direct -- head -c "$bytes" /dev/zero
-	pair "line by line, pty" "$lmb" pty_base pty_vigil pty_direct -- "$writer" "$lines"
+	pair "bulk, pipe" "$bmb" pipe -- head -c "$bytes" /dev/zero
+	pair "line by line, pipe" "$lmb" pipe -- "$writer" "$lines"
+	pair "bulk, pty" "$bmb" pty -- head -c "$bytes" /dev/zero
+	pair "line by line, pty" "$lmb" pty -- "$writer" "$lines"
 	mpi_pair "bulk, mpirun -np 2" $((bmb / 4)) $((3 * bmb / 4)) -- \
 		head -c $((bytes / 4)) /dev/zero -- head -c $((3 * bytes / 4)) /dev/zero
 	mpi_pair "line by line, mpirun -np 2" $((lmb / 2)) $((3 * lmb / 2)) -- \

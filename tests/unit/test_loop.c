@@ -22,6 +22,7 @@
 struct fixture {
 	struct loop *l;
 	uint64_t now;   /* the fake clock, ms */
+	uint64_t now_us; /* and the us within it */
 	int a[2], b[2]; /* pipes: [0] read end, [1] write end */
 	char order[64]; /* timer names, in the order they ran */
 	size_t norder;
@@ -30,7 +31,7 @@ struct fixture {
 static uint64_t
 fake_clock(void *arg)
 {
-	return ((struct fixture *)arg)->now;
+	return ((struct fixture *)arg)->now * 1000 + ((struct fixture *)arg)->now_us;
 }
 
 static double
@@ -545,6 +546,58 @@ test_timer_interval(void **state)
 	assert_int_equal(t.calls, 6);
 }
 
+/* A first delay in us: due to the microsecond, then its ms intervals. */
+static void
+test_timer_us(void **state)
+{
+	struct fixture *fx = *state;
+	struct tprobe t = { .name = 'u', .ret = 2, .fx = fx };
+
+	fx->now = 100;
+	t.self = loop_add_timer_us(fx->l, 250, on_timer, &t);
+	assert_non_null(t.self);
+	fx->now_us = 249;
+	assert_int_equal(loop_run_once(fx->l, 0), 0);
+	fx->now_us = 250;
+	assert_int_equal(loop_run_once(fx->l, 0), 1);
+	/* the next in 2 ms from the turn's clock: at 102.250 ms */
+	fx->now = 102;
+	fx->now_us = 249;
+	assert_int_equal(loop_run_once(fx->l, 0), 0);
+	fx->now_us = 250;
+	assert_int_equal(loop_run_once(fx->l, 0), 1);
+	assert_int_equal(t.calls, 2);
+}
+
+/*
+ * The sleep itself is finer than a millisecond: a timer 300 us ahead on
+ * the real clock is waited for in a turn or two, each asleep, not spun
+ * for in turns that a timeout in whole milliseconds (0 ms) would not
+ * sleep in at all, and not slept for until the turn's limit.
+ */
+static void
+test_timer_us_sleeps_finely(void **state)
+{
+	struct fixture *fx = *state;
+	struct tprobe t = { .name = 'r', .nomore_after = 1, .fx = fx };
+	int turns = 0;
+	double t0, ms;
+
+	loop_set_clock(fx->l, NULL, NULL);
+	t.self = loop_add_timer_us(fx->l, 300, on_timer, &t);
+	assert_non_null(t.self);
+	t0 = real_ms();
+	while (t.calls == 0 && turns < 1000) {
+		assert_true(loop_run_once(fx->l, 5000) >= 0);
+		turns++;
+	}
+	ms = real_ms() - t0;
+	assert_int_equal(t.calls, 1);
+	assert_true(turns <= 3);
+	assert_true(ms >= 0.3);
+	assert_true(ms < 1000);
+}
+
 static void
 test_timer_nomore(void **state)
 {
@@ -950,7 +1003,7 @@ static uint64_t
 alarm_clock(void *arg)
 {
 	(void)arg;
-	return (uint64_t)alarms * 1000;
+	return (uint64_t)alarms * 1000000;  /* us */
 }
 
 static void
@@ -1032,6 +1085,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_fd_reuse_same_turn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timer_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timer_interval, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timer_us, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timer_us_sleeps_finely, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timer_nomore, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timer_del_other, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timer_del_self, setup, teardown),

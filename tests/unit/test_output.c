@@ -503,6 +503,130 @@ test_discard(void **state)
 	assert_int_equal(output_written(f->o), 5);
 }
 
+/* GOT holds exactly WANT since BEFORE. */
+static void
+expect_got(struct fx *f, size_t before, const char *want)
+{
+	drain_pipe(f);
+	assert_int_equal(f->got_len - before, strlen(want));
+	assert_memory_equal(f->got + before, want, strlen(want));
+}
+
+/*
+ * Held: pushes below the hold are not written; a flush writes whole lines
+ * and keeps a line begun for its end; enough held goes out as whole
+ * lines at once; one line longer than the hold goes as it is.
+ */
+static void
+test_hold_whole_lines(void **state)
+{
+	struct fx *f = *state;
+	size_t at = 0;
+	char longline[200];
+
+	output_set_hold(f->o, 64);
+	assert_int_equal(output_push(f->o, "abc\nde", 6), 0);
+	expect_got(f, at, "");
+	assert_true(output_held(f->o));
+	assert_int_equal(output_flush(f->o), 0);
+	expect_got(f, at, "abc\n");
+	at = f->got_len;
+	assert_true(output_held(f->o));
+	assert_int_equal(output_queued(f->o), 2);
+	assert_int_equal(output_push(f->o, "f\ng", 3), 0);
+	assert_int_equal(output_flush_lines(f->o), 0);
+	expect_got(f, at, "def\n");
+	at = f->got_len;
+
+	/* enough held: the whole lines go at once, "g" and the rest wait */
+	memset(longline, 'x', sizeof(longline));
+	longline[70] = '\n';
+	assert_int_equal(output_push(f->o, longline, 100), 0);
+	drain_pipe(f);
+	assert_int_equal(f->got_len - at, 72);
+	assert_int_equal(f->got[at], 'g');
+	assert_int_equal(f->got[at + 71], '\n');
+	at = f->got_len;
+	assert_int_equal(output_queued(f->o), 29);
+
+	/* one line longer than the hold, with no end yet: it goes */
+	assert_int_equal(output_push(f->o, longline, 60), 0);
+	drain_pipe(f);
+	assert_int_equal(f->got_len - at, 89);
+	at = f->got_len;
+	assert_false(output_pending(f->o));
+
+	/* no hold: a line begun goes at once, as before */
+	output_set_hold(f->o, 0);
+	assert_int_equal(output_push(f->o, "tail", 4), 0);
+	expect_got(f, at, "tail");
+}
+
+/* A push of at least the hold into an empty queue: whole lines written
+ * directly, the line begun kept; output_drain() writes it at the end. */
+static void
+test_hold_direct_and_drain(void **state)
+{
+	struct fx *f = *state;
+	char buf[100];
+
+	memset(buf, 'y', sizeof(buf));
+	buf[39] = '\n';
+	output_set_hold(f->o, 50);
+	assert_int_equal(output_push(f->o, buf, sizeof(buf)), 0);
+	drain_pipe(f);
+	assert_int_equal(f->got_len, 40);
+	assert_int_equal(output_queued(f->o), 60);
+	assert_true(output_held(f->o));
+	assert_int_equal(output_drain(f->o, 1000), 0);
+	drain_pipe(f);
+	assert_int_equal(f->got_len, 100);
+	assert_false(output_pending(f->o));
+}
+
+/*
+ * A line the destination has begun (written before the hold) is not held
+ * back: its end goes at once, and only what follows is held.  Held, the
+ * end could wait while another rank's output comes in after the line's
+ * beginning, where mpirun merges them.
+ */
+static void
+test_hold_ends_a_line_begun(void **state)
+{
+	struct fx *f = *state;
+
+	assert_int_equal(output_push(f->o, "abc", 3), 0);
+	expect_got(f, 0, "abc");
+	output_set_hold(f->o, 64);
+	assert_int_equal(output_push(f->o, "def\nghi", 7), 0);
+	expect_got(f, 0, "abcdef\n");
+	assert_int_equal(output_queued(f->o), 3);
+	assert_true(output_held(f->o));
+	/* at a line's start again: held as usual */
+	assert_int_equal(output_push(f->o, "\njkl\n", 5), 0);
+	expect_got(f, 0, "abcdef\n");
+	assert_int_equal(output_flush(f->o), 0);
+	expect_got(f, 0, "abcdef\nghi\njkl\n");
+}
+
+/* With --tag-output's prefixes, held lines come out whole and prefixed. */
+static void
+test_hold_prefix(void **state)
+{
+	struct fx *f = *state;
+
+	assert_int_equal(output_set_prefix(f->o, "[n1:0] "), 0);
+	output_set_hold(f->o, 1024);
+	assert_int_equal(output_push(f->o, "one\ntw", 6), 0);
+	assert_int_equal(output_push(f->o, "o\nthr", 5), 0);
+	expect_got(f, 0, "");
+	assert_int_equal(output_flush(f->o), 0);
+	expect_got(f, 0, "[n1:0] one\n[n1:0] two\n");
+	output_set_hold(f->o, 0);
+	assert_int_equal(output_flush(f->o), 0);
+	expect_got(f, 0, "[n1:0] one\n[n1:0] two\n[n1:0] thr");
+}
+
 int
 main(void)
 {
@@ -520,6 +644,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_epipe_queued, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_discard, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hold_whole_lines, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hold_direct_and_drain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hold_ends_a_line_begun, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hold_prefix, setup, teardown),
 	};
 
 	/* A reader that went away must show up as EPIPE, not kill us. */
