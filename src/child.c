@@ -47,6 +47,14 @@ extern char **environ;
 /* glibc's execvp() default when the environment has no PATH. */
 #define DEFAULT_PATH "/bin:/usr/bin"
 
+/* A process the notice signal went to at the last look (child_signal()). */
+struct noted {
+	pid_t pid;
+	unsigned long long start;   /* with the pid: the same process */
+	int pidfd;
+	bool sent;                  /* reached by this delivery already */
+};
+
 struct child {
 	pid_t pid;
 	int out_fd;
@@ -56,6 +64,9 @@ struct child {
 	struct hwmon *proc;     /* "/" for /proc, opened on first use; NULL until then */
 	bool proc_failed;       /* it could not be opened: signal the group only */
 	char *cgroup;           /* the training's own cgroup directory (absolute), or NULL */
+	int notice_sig;         /* child_opts.notice_signal */
+	struct noted *noted;    /* its targets at the last look */
+	size_t nnoted;
 };
 
 static const struct child_sys real_sys = { fork, kill, waitpid };
@@ -761,6 +772,7 @@ child_spawn(const struct child_opts *o, struct child **out)
 		goto out;
 	}
 	c->pid = pid;
+	c->notice_sig = o->notice_signal;
 	c->out_fd = outp[0];
 	c->err_fd = errout[0];
 	outp[0] = errout[0] = -1;
@@ -985,6 +997,7 @@ snapshot(struct child *c, int sig, struct child_proc **procs, bool **member, siz
 		p[i].mpi_launcher = is_mpi_launcher_comm(hp[i].comm);
 		p[i].cpu_ticks = hp[i].cpu_ticks;
 		p[i].rss_pages = hp[i].rss_pages;
+		p[i].start_ticks = hp[i].start_ticks;
 	}
 	free(hp);
 	child_tree_members(p, np, getpid(), getsid(0), c->pid, !c->exited, m);
@@ -1024,6 +1037,101 @@ send_one(pid_t pid, int sig, int *delivered)
 	return errno == ESRCH ? 0 : -errno;
 }
 
+/* ---- the notice signal's targets, noted ---------------------------------- */
+
+static int
+pidfd_open_(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+static int
+pidfd_send_signal_(int pidfd, int sig)
+{
+#ifdef SYS_pidfd_send_signal
+	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+#else
+	(void)pidfd;
+	(void)sig;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+static void
+forget_noted(struct child *c)
+{
+	for (size_t i = 0; i < c->nnoted; i++)
+		(void)close(c->noted[i].pidfd);
+	free(c->noted);
+	c->noted = NULL;
+	c->nnoted = 0;
+}
+
+/*
+ * Note the targets T among P (a look at /proc made for the notice signal)
+ * by pidfd.  A pidfd is opened by pid, so the process is read again once
+ * it is held: only one that started when the look saw it is kept (the pid
+ * may have been taken meanwhile).  Without pidfds (kernels before 5.3),
+ * nothing is noted and every delivery waits for its look.
+ */
+static void
+note_targets(struct child *c, const struct child_proc *p, const bool *t, size_t n)
+{
+	struct noted *v;
+	size_t k = 0;
+
+	forget_noted(c);
+	v = calloc(n ? n : 1, sizeof(*v));
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct hwmon_proc now;
+		int fd;
+
+		if (!t[i] || p[i].zombie || (fd = pidfd_open_(p[i].pid)) < 0)
+			continue;
+		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+		if (hwmon_proc_stat(c->proc, p[i].pid, &now) < 0 ||
+		    now.start_ticks != p[i].start_ticks) {
+			(void)close(fd);
+			continue;
+		}
+		v[k++] = (struct noted){ .pid = p[i].pid, .start = p[i].start_ticks, .pidfd = fd };
+	}
+	c->noted = v;
+	c->nnoted = k;
+	if (k == 0)
+		forget_noted(c);
+}
+
+/* The noted targets that still run get SIG now; *DELIVERED counts them. */
+static void
+signal_noted(struct child *c, int sig, int *delivered)
+{
+	for (size_t i = 0; i < c->nnoted; i++) {
+		c->noted[i].sent = pidfd_send_signal_(c->noted[i].pidfd, sig) == 0;
+		*delivered += c->noted[i].sent;
+	}
+}
+
+/* P was reached through its pidfd in this delivery already. */
+static bool
+sent_noted(const struct child *c, const struct child_proc *p)
+{
+	for (size_t i = 0; i < c->nnoted; i++)
+		if (c->noted[i].sent && c->noted[i].pid == p->pid &&
+		    c->noted[i].start == p->start_ticks)
+			return true;
+	return false;
+}
+
 /* SIG to the group and to each member outside it (NOTICE: to the notice
  * targets only, and not to the group). */
 static int
@@ -1031,11 +1139,15 @@ deliver(struct child *c, int sig, bool notice)
 {
 	struct child_proc *p = NULL;
 	bool *m = NULL, *t = NULL;
+	bool noted = notice && sig == c->notice_sig;
 	int delivered = 0, rc = 0;
 	size_t n = 0;
 
+	/* the targets known already, before the look at /proc */
+	if (noted)
+		signal_noted(c, sig, &delivered);
 	if (snapshot(c, sig, &p, &m, &n) < 0)
-		notice = false;         /* no /proc: the group, as a shell would */
+		notice = noted = false;  /* no /proc: the group, as a shell would */
 	if (!notice)
 		rc = send_one(-c->pid, sig, &delivered);
 	if (notice) {
@@ -1049,9 +1161,13 @@ deliver(struct child *c, int sig, bool notice)
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		if (!m[i] || p[i].zombie)
 			continue;
+		if (noted && sent_noted(c, &p[i]))
+			continue;
 		if (notice ? t[i] : p[i].pgid != c->pid)
 			rc = send_one(p[i].pid, sig, &delivered);
 	}
+	if (noted && rc == 0)
+		note_targets(c, p, t, n);
 out:
 	free(p);
 	free(m);
@@ -1162,9 +1278,18 @@ child_usage(struct child *c, struct child_usage *out)
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = snapshot(c, 0, &p, &m, &n);
+	rc = snapshot(c, c->notice_sig, &p, &m, &n);
 	if (rc < 0)
 		return rc;
+	if (c->notice_sig > 0) {
+		bool *t = calloc(n ? n : 1, sizeof(*t));
+
+		if (t) {
+			child_notice_targets(p, n, m, t);
+			note_targets(c, p, t, n);
+		}
+		free(t);
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (!m[i])
 			continue;
@@ -1254,6 +1379,7 @@ child_free(struct child *c)
 	}
 	child_close_fd(c, c->out_fd);
 	child_close_fd(c, c->err_fd);
+	forget_noted(c);
 	hwmon_free(c->proc);
 	free(c);
 }

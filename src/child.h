@@ -44,6 +44,9 @@ struct child_opts {
 	                         * then runs in a cgroup of its own below it, which
 	                         * child_kill_tree() empties with cgroup.kill and
 	                         * child_free() removes. */
+	int notice_signal;      /* the notice that must arrive quickest (the checkpoint
+	                         * signal): its targets are noted at every look at /proc
+	                         * (child_usage(), child_signal()), 0: none */
 };
 
 /*
@@ -106,6 +109,13 @@ void child_close_fd(struct child *c, int fd);
  * that catches it (mpirun, mpiexec, which forward it to every rank) are
  * left to that launcher, so that no rank gets it twice.  When /proc cannot
  * be read, the group gets it, as a stop signal would.
+ *
+ * The notice signal of child_opts (the checkpoint signal) goes first, at
+ * once, to the targets the last look at /proc noted that still run (held
+ * by pidfd, so that a pid another process took since is never signalled);
+ * the look child_signal() then makes adds those that came since.  Reading
+ * /proc takes a millisecond or more on a busy node: the training need not
+ * wait for it.
  */
 int child_signal(struct child *c, int sig);
 
@@ -140,8 +150,9 @@ struct child_usage {
 	                         * processes counts twice) */
 };
 
-/* The training's use now, from one read of /proc.  Returns 0 or a negative
- * errno (-ENOTSUP without /proc). */
+/* The training's use now, from one read of /proc, which also notes the
+ * notice signal's targets (child_signal()).  Returns 0 or a negative errno
+ * (-ENOTSUP without /proc). */
 int child_usage(struct child *c, struct child_usage *out);
 
 /* ---- the pure part of finding the training's processes, for tests ---- */
@@ -153,6 +164,7 @@ struct child_proc {
 	bool mpi_launcher;      /* mpirun, mpiexec, ...: forwards signals to its ranks */
 	unsigned long long cpu_ticks;   /* utime + stime + cutime + cstime */
 	long long rss_pages;
+	unsigned long long start_ticks; /* with the pid: which process it is */
 };
 
 /*

@@ -1018,6 +1018,7 @@ hwmon_proc_stat(struct hwmon *h, int pid, struct hwmon_proc *out)
 	out->cpu_ticks = (unsigned long long)f[10] + (unsigned long long)f[11] +
 	                 (unsigned long long)f[12] + (unsigned long long)f[13];
 	out->rss_pages = f[20] > 0 ? f[20] : 0;
+	out->start_ticks = f[18] > 0 ? (unsigned long long)f[18] : 0;
 	clen = (size_t)(close_paren - open_paren - 1);
 	if (clen >= sizeof(out->comm))
 		clen = sizeof(out->comm) - 1;

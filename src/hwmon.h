@@ -216,6 +216,8 @@ struct hwmon_proc {
 	char comm[16];          /* the kernel's command name, at most 15 bytes */
 	unsigned long long cpu_ticks;  /* utime + stime + cutime + cstime, clock ticks */
 	long long rss_pages;    /* resident set size, pages */
+	unsigned long long start_ticks;  /* when it started, clock ticks after boot: with
+	                                  * the pid, which process it is (a pid is reused) */
 };
 
 /*

@@ -1096,6 +1096,7 @@ start_training(struct node *n)
 		.argv = n->launch.argv, .envp = n->launch.envp, .sigmask = n->o.sigmask,
 		.pty_stdout = pty ? strcmp(pty, "0") != 0 : isatty(STDOUT_FILENO),
 		.cgroup = n->o.cgroup, .cwd = n->ro->workdir,
+		.notice_signal = n->ro->ckpt_signal,
 	};
 	int rc;
 

@@ -88,6 +88,14 @@ void peer_gather_free(struct peer_gather *g);
 int peer_send(struct peer *p, int rank, int tag, const char *msg);
 
 /*
+ * Run MPI's progress once for the message peer_send() queued last, so that
+ * a small one is with its receiver now rather than at this process's next
+ * look at MPI: one call, whatever else is in flight.  A wake-up sent beside
+ * it (nudge.h) then finds it there.  0 or a negative errno.
+ */
+int peer_push(struct peer *p);
+
+/*
  * Take one complete incoming message, without blocking: returns 1 and sets
  * *SOURCE, *TAG and *MSG (malloc'd, the caller frees), or 0 when none has
  * completed, or a negative errno.  Also advances pending sends.

@@ -580,16 +580,21 @@ coordinator_check(struct job *j)
 /* ---- messages --------------------------------------------------------------------- */
 
 /* A message to RANK, and a nudge so that it reads it now, not at its next
- * look at MPI; heartbeats are not waited for and go alone. */
+ * look at MPI; heartbeats are not waited for and go alone.  The message is
+ * pushed out first: the nudge must not wake a receiver before there is
+ * anything to read, or it looks, finds nothing, and reads the message only
+ * at a later look, which a loaded machine may hold up for many ms. */
 static int
 send_to(struct job *j, int rank, enum msg_kind kind, const char *text)
 {
 	int rc = peer_send(j->p, rank, kind, text);
 
-	if (rc == 0 && rank == j->rank)
+	if (rc == 0 && rank == j->rank) {
 		j->look_now = true;  /* the coordinator's own node: no loop wakes for it */
-	else if (rc == 0 && j->nudge && kind != MSG_HEARTBEAT)
+	} else if (rc == 0 && j->nudge && kind != MSG_HEARTBEAT) {
+		(void)peer_push(j->p);
 		(void)nudge_send(j->nudge, rank);
+	}
 	return rc;
 }
 

@@ -906,7 +906,7 @@ test_cgroup_delegated(void **state)
 }
 
 /* A process table: pid, ppid, pgid, sid, zombie, handles, launcher. */
-#define P(pid, ppid, pgid, sid, z, h, l) { pid, ppid, pgid, sid, z, h, l, 0, 0 }
+#define P(pid, ppid, pgid, sid, z, h, l) { pid, ppid, pgid, sid, z, h, l, 0, 0, 0 }
 
 /*
  * Who belongs to the training, and who gets a notice, on synthetic
@@ -1203,6 +1203,98 @@ test_agent_killed_sessions(void **state)
 	assert_no_children();
 }
 
+/* ---- the notice signal's targets, noted -------------------------------- */
+
+static pid_t killed[256];
+static int nkilled;
+
+/* kill(), remembering whom */
+static int
+counting_kill(pid_t pid, int sig)
+{
+	if (nkilled < (int)(sizeof(killed) / sizeof(killed[0])))
+		killed[nkilled++] = pid;
+	return kill(pid, sig);
+}
+
+static int
+lines_in(const char *file)
+{
+	FILE *f = fopen(file, "r");
+	int n = 0, ch;
+
+	if (!f)
+		return -1;
+	while ((ch = fgetc(f)) != EOF)
+		n += ch == '\n';
+	fclose(f);
+	return n;
+}
+
+/*
+ * Workers in sessions of their own, each counting the checkpoint signals
+ * it gets.  With the signal noted (child_opts.notice_signal), the look at
+ * /proc that child_usage() makes notes them, and child_signal() reaches
+ * them through their pidfds: each gets it once, and kill() never goes to
+ * them (the look child_signal() makes after skips them).  Without, kill()
+ * does, each once too.
+ */
+static void
+test_noted_targets(void **state)
+{
+	static const char script[] =
+		"for w in 1 2; do setsid sh -c 'trap \"echo got >> $0.$1\" USR1; "
+		"echo ready > $0.ready$1; while :; do sleep 0.01; done' \"$0\" $w & done; "
+		"wait";
+	struct child_sys counting = { .kill = counting_kill };
+	char marker[PATH_MAX], m[2][PATH_MAX + 8];
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)script, marker, NULL };
+
+	(void)state;
+	for (int noted = 1; noted >= 0; noted--) {
+		struct child_opts o = { .argv = argv, .notice_signal = noted ? SIGUSR1 : 0 };
+		struct child_usage u;
+		pid_t *pids = NULL, workers[2];
+		size_t n = 0, k = 0;
+		struct child *c;
+		int to_workers = 0;
+
+		path_in_tmp(marker, sizeof(marker), noted ? "noted" : "looked");
+		assert_int_equal(spawn(&o, &c), 0);
+		for (int w = 0; w < 2; w++) {
+			snprintf(m[w], sizeof(m[w]), "%s.ready%d", marker, w + 1);
+			wait_marker(m[w]);
+			snprintf(m[w], sizeof(m[w]), "%s.%d", marker, w + 1);
+		}
+		assert_int_equal(child_descendants(c, &pids, &n), 0);
+		for (size_t i = 0; i < n && k < 2; i++)
+			if (getsid(pids[i]) == pids[i])
+				workers[k++] = pids[i];
+		free(pids);
+		assert_int_equal(k, 2);
+		/* the inspection's look, which notes the targets */
+		assert_int_equal(child_usage(c, &u), 0);
+
+		nkilled = 0;
+		child_set_sys(&counting);
+		assert_int_equal(child_signal(c, SIGUSR1), 0);
+		child_set_sys(NULL);
+		wait_marker(m[0]);
+		wait_marker(m[1]);
+		for (int i = 0; i < nkilled; i++)
+			to_workers += killed[i] == workers[0] || killed[i] == workers[1];
+		assert_int_equal(to_workers, noted ? 0 : 2);
+		/* once each, not once through the pidfd and again by kill() */
+		(void)nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
+		assert_int_equal(lines_in(m[0]), 1);
+		assert_int_equal(lines_in(m[1]), 1);
+
+		assert_true(child_kill_tree(c) >= 0);
+		child_free(c);
+		assert_no_children();
+	}
+}
+
 /* ---- the seam ---------------------------------------------------------- */
 
 static pid_t fake_pid;
@@ -1328,6 +1420,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_group_signal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_signal_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_sessions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_noted_targets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_usage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphans_adopted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cgroup_delegated, setup, teardown),
