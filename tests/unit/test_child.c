@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -1217,6 +1218,21 @@ counting_kill(pid_t pid, int sig)
 	return kill(pid, sig);
 }
 
+/* Whether this kernel (and whatever runs us) opens pidfds. */
+static bool
+have_pidfds(void)
+{
+#ifdef SYS_pidfd_open
+	int fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+#else
+	return false;
+#endif
+}
+
 static int
 lines_in(const char *file)
 {
@@ -1283,7 +1299,9 @@ test_noted_targets(void **state)
 		wait_marker(m[1]);
 		for (int i = 0; i < nkilled; i++)
 			to_workers += killed[i] == workers[0] || killed[i] == workers[1];
-		assert_int_equal(to_workers, noted ? 0 : 2);
+		/* without pidfds (a kernel before 5.3, valgrind 3.19) nothing
+		 * is noted, and the look finds them as before */
+		assert_int_equal(to_workers, noted && have_pidfds() ? 0 : 2);
 		/* once each, not once through the pidfd and again by kill() */
 		(void)nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
 		assert_int_equal(lines_in(m[0]), 1);
