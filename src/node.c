@@ -305,6 +305,21 @@ scan(struct node *n, struct linebuf *lb, const char *buf, size_t len)
 
 static void maybe_done(struct node *n);
 
+/*
+ * The stream CFD of the training may be read again once its output has
+ * room (back-pressure released), unless it is being left to fill: its
+ * timer reads it then.  After every write that may have made room.
+ */
+static void
+resume(struct node *n, int cfd)
+{
+	struct output *o = cfd == n->cout ? n->out : n->err;
+	const struct stream *s = cfd == n->cout ? &n->sout : &n->serr;
+
+	if (cfd >= 0 && output_room(o) > 0 && !s->gather)
+		loop_mod_fd(n->loop, cfd, POLLIN);
+}
+
 /* Our own stdout or stderr can take more: flush, and read the child again. */
 static void
 on_dest(struct loop *l, int fd, short revents, void *arg)
@@ -321,10 +336,7 @@ on_dest(struct loop *l, int fd, short revents, void *arg)
 	if (rc < 0 && rc != -EPIPE)
 		LOG_ERR("cannot write the training's %s: %s", o == n->out ? "stdout" : "stderr",
 		        strerror(-rc));
-	/* Room again: read the child once more (back-pressure released),
-	 * unless it is being left to fill: its timer reads it. */
-	if (cfd >= 0 && output_room(o) > 0 && !(o == n->out ? n->sout : n->serr).gather)
-		loop_mod_fd(l, cfd, POLLIN);
+	resume(n, cfd);
 }
 
 /* Held output (a streaming pty's) goes out now, all of it. */
@@ -340,6 +352,7 @@ release(struct node *n, struct stream *s)
 	output_set_hold(o, 0);
 	if (output_flush(o) > 0)
 		loop_mod_fd(n->loop, output_fd(o), POLLOUT);
+	resume(n, s == &n->sout ? n->cout : n->cerr);
 }
 
 /*
@@ -368,6 +381,7 @@ on_release(struct loop *l, void *arg)
 		s->release = loop_add_timer_us(l, HOLD_US, on_release, s);
 	else
 		output_set_hold(o, 0);
+	resume(n, s == &n->sout ? n->cout : n->cerr);
 	return LOOP_NOMORE;
 }
 

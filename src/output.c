@@ -356,10 +356,20 @@ output_flush_lines(struct output *o)
 	return flush_some(o, whole_lines(o));
 }
 
+/* What is due now: all of it, or while holding, the whole lines (all of
+ * one line longer than what is held: it would never end in time). */
+static size_t
+due(const struct output *o)
+{
+	if (!o->hold)
+		return queued(o);
+	return whole_lines(o) ? whole_lines(o) : queued(o) >= o->hold ? queued(o) : 0;
+}
+
 int
 output_flush(struct output *o)
 {
-	return flush_some(o, o->hold ? whole_lines(o) : queued(o));
+	return flush_some(o, due(o));
 }
 
 int
@@ -414,8 +424,7 @@ output_push(struct output *o, const char *buf, size_t len)
 		rc = flush_some(o, nl ? (size_t)(nl + 1 - (o->buf + o->head)) : queued(o));
 	}
 	if (rc == 0 && queued(o) >= o->hold)
-		/* enough held: whole lines, or all of one line longer than that */
-		rc = flush_some(o, whole_lines(o) ? whole_lines(o) : queued(o));
+		rc = flush_some(o, due(o));  /* enough held */
 	return rc < 0 ? rc : 0;
 }
 

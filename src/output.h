@@ -72,7 +72,8 @@ size_t output_room(const struct output *o);
 int output_push(struct output *o, const char *buf, size_t len);
 
 /*
- * Write what the destination takes now (while holding, whole lines only).
+ * Write what the destination takes now (while holding, whole lines only,
+ * or all of one line longer than what is held).
  * Returns 1 while bytes it should have taken remain (wait for POLLOUT on
  * output_fd()), 0 when there are none (a line begun may still be held),
  * or a negative errno.

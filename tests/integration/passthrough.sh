@@ -116,6 +116,104 @@ res=$(cd "$SCRATCH" && timeout -k 10 120 $MPIRUN -np 2 "$VIGIL" run --precheck o
 	2>"$SCRATCH/err.mpi" | python3 "$SCRATCH/reader.py" "$lines" pipe)
 check "mpirun" "$res"
 
+# A reader slower than the training: the agent's output fills (1 MiB), it
+# stops reading the training (back-pressure) and reads again once there is
+# room, whether that room was made by a write on its reader's readiness or
+# by the release of held output.  A pty's stream and a pipe's, lines and a
+# long run of bytes without any; every byte arrives, none twice, and the
+# job ends well within its limit.
+cat > "$SCRATCH/slow.py" <<'PY'
+import os, sys, time
+n = 0
+while True:
+    b = os.read(0, 16384)
+    if not b:
+        break
+    n += len(b)
+    time.sleep(0.002)
+print(n)
+PY
+for pty in 1 0; do
+	for what in lines bytes; do
+		if [ "$what" = lines ]; then
+			t="python3 $SCRATCH/writer.py 60000"
+			want=$(python3 "$SCRATCH/writer.py" 60000 | wc -c)
+		else
+			t="head -c 8388608 /dev/zero"
+			want=8388608
+		fi
+		got=$(VIGIL_PTY=$pty timeout -k 5 120 "$VIGIL" run --mode single --precheck off -- $t \
+			2>/dev/null | python3 "$SCRATCH/slow.py"); rc=${PIPESTATUS[0]}
+		# the writer's mark line differs in its digits only, not its length
+		expect_eq "slow reader, VIGIL_PTY=$pty, $what: the job ended" 0 "$rc"
+		expect_eq "slow reader, VIGIL_PTY=$pty, $what: every byte" "$want" "$got"
+	done
+done
+
+# A reader that stops, then takes everything at once (through a pipe as
+# large as the agent's queue): the agent stops reading the training with
+# its queue full, and the write that empties the queue in one go must
+# start the reading again.
+cat > "$SCRATCH/pause.py" <<'PY'
+import fcntl, os, sys, time
+fcntl.fcntl(0, 1031, 1 << 20)   # F_SETPIPE_SZ
+n = 0
+for pause in (0.5, 0.5, 0.5):
+    time.sleep(pause)
+    while True:
+        try:
+            b = os.read(0, 1 << 20)
+        except BlockingIOError:
+            break
+        if not b:
+            print(n)
+            sys.exit(0)
+        n += len(b)
+        if len(b) < 65536:
+            break
+while True:
+    b = os.read(0, 1 << 20)
+    if not b:
+        break
+    n += len(b)
+print(n)
+PY
+for pty in 1 0; do
+	got=$(VIGIL_PTY=$pty timeout -k 5 60 "$VIGIL" run --mode single --precheck off -- \
+		head -c 16777216 /dev/zero 2>/dev/null | python3 "$SCRATCH/pause.py"); rc=${PIPESTATUS[0]}
+	expect_eq "paused reader, VIGIL_PTY=$pty: the job ended" 0 "$rc"
+	expect_eq "paused reader, VIGIL_PTY=$pty: every byte" 16777216 "$got"
+done
+
+# The same, the agent's stdout a pty drained as fast as it comes: a write
+# of held output may then empty the whole queue at once, while the reading
+# is stopped for want of room; it must start again (a hang before, in about
+# one run in six).
+cat > "$SCRATCH/ptycount.py" <<'PY'
+import os, pty, subprocess, sys, tty
+m, s = pty.openpty()
+tty.setraw(s)
+p = subprocess.Popen(sys.argv[1:], stdout=s, stderr=subprocess.DEVNULL)
+os.close(s)
+n = 0
+try:
+    while True:
+        b = os.read(m, 1 << 16)
+        if not b:
+            break
+        n += len(b)
+except OSError:
+    pass
+print(n, p.wait())
+PY
+ended=0
+for i in $(seq 1 16); do
+	res=$(timeout -k 5 30 python3 "$SCRATCH/ptycount.py" "$VIGIL" run --mode single --precheck off -- \
+		head -c 67108864 /dev/zero)
+	[ "$res" = "67108864 0" ] && ended=$((ended + 1))
+done
+expect_eq "pty to a fast pty: every run ended with every byte" 16 "$ended"
+
 # Timing lines were read from the stream: the reduction saw every iteration.
 out=$(run --report "$SCRATCH/r.json" -- python3 "$SCRATCH/writer.py" 20000 2>/dev/null >/dev/null; \
 	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["performance"]["iterations"])' "$SCRATCH/r.json" 2>&1)

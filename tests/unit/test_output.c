@@ -609,6 +609,28 @@ test_hold_ends_a_line_begun(void **state)
 	expect_got(f, 0, "abcdef\nghi\njkl\n");
 }
 
+/*
+ * Held bytes without a newline, as many as the hold or more, left queued
+ * by a full destination: once it has room, output_flush() (what the loop
+ * calls when it may write) writes them all.  Writing none would leave
+ * them to the hold's timer while the queue fills and the training waits.
+ */
+static void
+test_hold_flush_long_line(void **state)
+{
+	struct fx *f = *state;
+	size_t pushed, got;
+
+	pushed = fill(f, 300);  /* the pipe full, 300 'z' queued, no newline */
+	output_set_hold(f->o, 64);
+	assert_int_equal(output_flush(f->o), 1);   /* still full */
+	got = drain_pipe(f);
+	assert_int_equal(output_flush(f->o), 0);
+	got += drain_pipe(f);
+	assert_int_equal(got, pushed);
+	assert_false(output_pending(f->o));
+}
+
 /* With --tag-output's prefixes, held lines come out whole and prefixed. */
 static void
 test_hold_prefix(void **state)
@@ -647,6 +669,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_hold_whole_lines, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hold_direct_and_drain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hold_ends_a_line_begun, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hold_flush_long_line, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hold_prefix, setup, teardown),
 	};
 
