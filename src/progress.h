@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct progress_line {
 	double hw_ms;         /* hardware time, ms (finite, >= 0) */
@@ -45,21 +46,29 @@ bool progress_parse(const char *line, size_t len, struct progress_line *out);
 static inline const char *
 progress_tail(const char *line, size_t len)
 {
+	/* The four bytes " ms.", and " ms" after any byte, as they lie in
+	 * memory: a word compared to them whatever the host's byte order
+	 * (the copies fold into constants). */
+	static const unsigned char ms_dot[4] = { ' ', 'm', 's', '.' };
+	static const unsigned char any_ms[4] = { 0, ' ', 'm', 's' };
+	static const unsigned char last3[4] = { 0, 0xff, 0xff, 0xff };
 	const unsigned char *u = (const unsigned char *)line + len;
 	const char *end = line + len;
-	uint32_t last4;
+	uint32_t last4, k_dot, k_ms, m3;
 
 	if (len < PROGRESS_SHORTEST)
 		return NULL;
 	/*
 	 * Most lines stop here, on one branch that is almost never taken
 	 * (a branch taken at random for one line in ten would cost more
-	 * than the test): the last four bytes are " ms." or end in " ms",
-	 * or the last one is a blank or control byte.
+	 * than the test): the last four bytes, one load, are " ms." or end
+	 * in " ms", or the last one is a blank or control byte.
 	 */
-	last4 = (uint32_t)u[-4] | (uint32_t)u[-3] << 8 | (uint32_t)u[-2] << 16 |
-	        (uint32_t)u[-1] << 24;
-	if (((last4 == 0x2e736d20u) | ((last4 >> 8) == 0x736d20u) | (u[-1] <= ' ')) == 0)
+	memcpy(&last4, u - 4, sizeof(last4));
+	memcpy(&k_dot, ms_dot, sizeof(k_dot));
+	memcpy(&k_ms, any_ms, sizeof(k_ms));
+	memcpy(&m3, last3, sizeof(m3));
+	if (((last4 == k_dot) | ((last4 & m3) == k_ms) | (u[-1] <= ' ')) == 0)
 		return NULL;
 	while (end > line && (end[-1] == ' ' || end[-1] == '\r' || end[-1] == '\t'))
 		end--;

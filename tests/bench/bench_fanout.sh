@@ -10,6 +10,13 @@
 #   baseline  mpirun's own fan-out of SIGUSR1 to NP trainings without vigil
 #             (kill -USR1 mpirun -> each handler), the same trainings.
 #
+#   job end   the last training's exit -> mpirun's own exit, a job of
+#             END_NP agents (default 4) whose trainings exit together,
+#             against the same trainings under mpirun alone and against
+#             an MPI program (bench_mpi_gather --end) whose ranks finalise
+#             as they end, what any MPI agent pays; medians of ROUNDS.
+#             Goal: within 100 ms of the last training.
+#
 # Prints the median, p99 and largest delay of each, and the p99s' ratio to
 # the baseline's.  Goal: p99 <= 20 ms at 16 ranks.
 # Usage: tests/bench/bench_fanout.sh [VIGIL]   (default ./vigil)
@@ -103,5 +110,36 @@ read -r bm bp <"$SCRATCH/b.mp"; read -r nm np99 <"$SCRATCH/n.mp"; read -r pm pp 
 awk -v bp="$bp" -v np="$np99" -v pp="$pp" 'BEGIN {
 	printf "p99 against the baseline: nudged %.1fx, --no-nudge %.1fx; nudged p99 %.1f ms (goal <= 20)\n",
 		np / (bp > 0.1 ? bp : 0.1), pp / (bp > 0.1 ? bp : 0.1), np }'
+# --- job end --------------------------------------------------------------
+# jobend CMD...: ms from the last training's exit (its "date" line) to
+# mpirun's exit
+jobend() {
+	local f="$SCRATCH/end.times" t1 last
+	rm -f "$f"
+	timeout -k 10 120 $MPI -np "${END_NP:-4}" "$@" sh -c "sleep 1; date +%s%N >> $f" \
+		>/dev/null 2>&1
+	t1=$(date +%s%N)
+	last=$(sort -n "$f" | tail -n 1)
+	echo $(( (t1 - last) / 1000000 ))
+}
+: >"$SCRATCH/e.vigil"; : >"$SCRATCH/e.base"
+gather=${GATHER:-$(dirname "$vigil")/tests/bench/bench_mpi_gather}
+: >"$SCRATCH/e.mpi"
+for ((r = 0; r < rounds; r++)); do
+	jobend "$VIGIL" run --precheck off --summary-interval 0 -- >>"$SCRATCH/e.vigil"
+	jobend >>"$SCRATCH/e.base"
+	if [ -x "$gather" ]; then
+		rm -f "$SCRATCH/end.times"
+		timeout -k 10 120 $MPI -np "${END_NP:-4}" "$gather" --end "$SCRATCH/end.times" >/dev/null 2>&1
+		t1=$(date +%s%N)
+		echo $(( (t1 - $(sort -n "$SCRATCH/end.times" | tail -n 1)) / 1000000 )) >>"$SCRATCH/e.mpi"
+	fi
+done
+med_of() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : -1)}'; }
+awk -v v="$(med_of "$SCRATCH/e.vigil")" -v b="$(med_of "$SCRATCH/e.base")" \
+    -v m="$(med_of "$SCRATCH/e.mpi")" -v n="${END_NP:-4}" 'BEGIN {
+	printf "job end after the last training, %d agents: vigil %d ms, mpirun alone %d ms, ", n, v, b
+	printf "an MPI program finalising %d ms (median; goal <= 100)\n", m }'
+
 # VERBOSE=1: each node's delays, round after round
 [ -n "${VERBOSE:-}" ] && paste "$SCRATCH/nudge.bynode" "$SCRATCH/poll.bynode"

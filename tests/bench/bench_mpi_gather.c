@@ -7,12 +7,19 @@
  * `mpirun -np N true` starts no MPI and is not a fair baseline.
  *
  * Usage: mpirun -np N bench_mpi_gather [REPORT_BYTES]
+ *        mpirun -np N bench_mpi_gather --end FILE
+ * The second form is the baseline of a job's end (bench_fanout.sh): each
+ * rank sleeps a second after MPI_Init, appends the time (epoch ns) to FILE
+ * and finalises, as a training would end before its agent's MPI does.
  * Exit status: 0, or 1 when a rank's report arrived wrong.
  */
 #include "autoconf.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -25,6 +32,20 @@ main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (argc > 2 && strcmp(argv[1], "--end") == 0) {
+		struct timespec ts;
+		FILE *f;
+
+		sleep(1);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		f = fopen(argv[2], "a");
+		if (f) {
+			fprintf(f, "%lld\n", (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+			fclose(f);
+		}
+		MPI_Finalize();
+		return f ? 0 : 1;
+	}
 	if (n < 1)
 		n = 1;
 	mine = malloc((size_t)n);
