@@ -501,7 +501,7 @@ read_stream(struct node *n, int fd)
 		ssize_t got;
 
 		if (room == 0) {
-			loop_mod_fd(n->loop, fd, 0);  /* back-pressure: resumed by on_dest() */
+			loop_mod_fd(n->loop, fd, 0);  /* back-pressure: resume() reads it again */
 			return;
 		}
 		got = read(fd, buf, want);
@@ -1125,7 +1125,8 @@ start_training(struct node *n)
 	}
 	n->cout = child_stdout_fd(n->child);
 	n->cerr = child_stderr_fd(n->child);
-	n->sout.n = n->serr.n = n;
+	n->sout = (struct stream){ .n = n };
+	n->serr = (struct stream){ .n = n };
 	pace_init(&n->sout.pace, stream_capacity(n->cout), READ_CHUNK);
 	pace_init(&n->serr.pace, stream_capacity(n->cerr), READ_CHUNK);
 	rc = open_outputs(n);
