@@ -11,6 +11,8 @@
 
 #include "vigil.h"
 #include "cmd.h"
+#include "facts.h"
+#include "hwmon.h"
 #include "json.h"
 #include "log.h"
 #include "slots.h"
@@ -21,6 +23,25 @@ static const char slots_usage[] =
 "\n"
 "  --json            print one JSON object instead of a table\n"
 "  --topology FILE   read an lstopo XML export instead of this machine\n";
+
+/* On this machine, boards newer than its pci.ids (which hwloc names them
+ * from) get the name their driver gives them, as `vigil check` does. */
+static void
+name_boards(struct slot *slots, size_t n)
+{
+	struct hwmon *hw = NULL;
+
+	if (hwmon_open("/", &hw) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct slot *s = &slots[i];
+
+		if (s->model[0])
+			continue;
+		(void)facts_board_model(hw, s->vendor, s->pci_bus_id, s->model, sizeof(s->model));
+	}
+	hwmon_free(hw);
+}
 
 int
 cmd_slots(int argc, char **argv)
@@ -50,6 +71,8 @@ cmd_slots(int argc, char **argv)
 		return cmd_usage_error("slots", "unexpected argument '%s'", argv[optind]);
 	if (cmd_discover(topology, &slots, &n) < 0)
 		return VIGIL_EXIT_INTERNAL;
+	if (!topology)
+		name_boards(slots, n);
 	if (json) {
 		cJSON *o = slots_to_json(slots, n);
 		char *text = o ? json_print(o, true) : NULL;

@@ -230,6 +230,21 @@ lib_done(const struct fanout_job *job, const struct lib_arg *a, struct facts_lib
 /* --- slots and drivers -------------------------------------------------- */
 
 int
+facts_board_model(struct hwmon *hw, enum slot_vendor vendor, const char *bus_id, char *buf,
+                  size_t len)
+{
+	switch (vendor) {
+	case SLOT_VENDOR_NVIDIA:
+		return hwmon_board_model(hw, HWMON_DRIVER_NVIDIA, bus_id, buf, len);
+	case SLOT_VENDOR_CAMBRICON:
+		return hwmon_board_model(hw, HWMON_DRIVER_CAMBRICON, bus_id, buf, len);
+	case SLOT_VENDOR_AMD:
+		break;
+	}
+	return -ENOENT;
+}
+
+int
 facts_gather_slots(struct hwmon *hw, const struct slot *slots, size_t n, struct facts_slot **out)
 {
 	struct facts_slot *v = n ? calloc(n, sizeof(*v)) : NULL;
@@ -245,6 +260,8 @@ facts_gather_slots(struct hwmon *hw, const struct slot *slots, size_t n, struct 
 		snprintf(s->model, sizeof(s->model), "%s", slots[i].model);
 		snprintf(s->bus_id, sizeof(s->bus_id), "%s", slots[i].pci_bus_id);
 		s->rc = hwmon_pci_read(hw, s->bus_id, &s->pci);
+		if (!s->model[0])
+			(void)facts_board_model(hw, s->vendor, s->bus_id, s->model, sizeof(s->model));
 	}
 	*out = v;
 	return 0;

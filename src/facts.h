@@ -145,6 +145,14 @@ void facts_free(struct facts *f);
 
 /* --- pieces, for the inspection and for a new source of facts ------------ */
 
+/*
+ * The model of the board at BUS_ID as its driver names it
+ * (hwmon_board_model()), for a slot hwloc left unnamed: boards newer than
+ * the host's pci.ids.  -ENOENT for a vendor whose driver names none.
+ */
+int facts_board_model(struct hwmon *hw, enum slot_vendor vendor, const char *bus_id, char *buf,
+                      size_t len);
+
 /* Each slot's PCI device: *OUT (array of N, free()), NULL when N is 0.  0 or -ENOMEM. */
 int facts_gather_slots(struct hwmon *hw, const struct slot *slots, size_t n,
                        struct facts_slot **out);

@@ -917,40 +917,78 @@ out:
 	return rc;
 }
 
-int
-hwmon_cambricon_version(struct hwmon *h, const char *bus_id, char *buf, size_t len)
+/*
+ * The value of "KEY:" in a driver's information file (NVIDIA's
+ * "Model: \t\t NVIDIA H200", Cambricon's "Driver Version: v5.10.22"), blanks
+ * around it dropped.  -ENODATA when the key is missing or empty.
+ */
+static int
+info_value(struct hwmon *h, const char *path, const char *key, char *buf, size_t len)
 {
-	static const char key[] = "Driver Version:";
-	char path[NAME_MAX + 64];
+	size_t klen = strlen(key);
 	char *text, *line, *save = NULL;
 	int rc;
 
-	if (!name_ok(bus_id))
-		return -EINVAL;
-	snprintf(path, sizeof(path), "proc/driver/cambricon/mlus/%s/information", bus_id);
 	rc = read_text(h, path, &text);
 	if (rc < 0)
 		return rc;
-	rc = -EINVAL;
+	rc = -ENODATA;
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *v;
 
 		while (*line == ' ' || *line == '\t')
 			line++;
-		if (strncmp(line, key, sizeof(key) - 1) != 0)
+		if (strncmp(line, key, klen) != 0 || line[klen] != ':')
 			continue;
-		v = line + sizeof(key) - 1;
+		v = line + klen + 1;
 		while (*v == ' ' || *v == '\t')
 			v++;
-		if (*v == 'v' || *v == 'V')
-			v++;
 		rtrim(v);
-		if (is_version(v))
+		if (*v)
 			rc = copy_out(v, buf, len);
 		break;
 	}
 	free(text);
 	return rc;
+}
+
+int
+hwmon_cambricon_version(struct hwmon *h, const char *bus_id, char *buf, size_t len)
+{
+	char path[NAME_MAX + 64], v[64];
+	const char *p = v;
+	int rc;
+
+	if (!name_ok(bus_id))
+		return -EINVAL;
+	snprintf(path, sizeof(path), "proc/driver/cambricon/mlus/%s/information", bus_id);
+	rc = info_value(h, path, "Driver Version", v, sizeof(v));
+	if (rc == -ENODATA)
+		return -EINVAL;
+	if (rc < 0)
+		return rc;
+	if (*p == 'v' || *p == 'V')
+		p++;
+	return is_version(p) ? copy_out(p, buf, len) : -EINVAL;
+}
+
+int
+hwmon_board_model(struct hwmon *h, enum hwmon_board_driver driver, const char *bus_id,
+                  char *buf, size_t len)
+{
+	char path[NAME_MAX + 64];
+
+	if (!name_ok(bus_id))
+		return -EINVAL;
+	switch (driver) {
+	case HWMON_DRIVER_NVIDIA:
+		snprintf(path, sizeof(path), "proc/driver/nvidia/gpus/%s/information", bus_id);
+		return info_value(h, path, "Model", buf, len);
+	case HWMON_DRIVER_CAMBRICON:
+		snprintf(path, sizeof(path), "proc/driver/cambricon/mlus/%s/information", bus_id);
+		return info_value(h, path, "Device name", buf, len);
+	}
+	return -ENOENT;
 }
 
 int

@@ -196,6 +196,19 @@ int hwmon_nvidia_version(struct hwmon *h, char *buf, size_t len);
  */
 int hwmon_cambricon_version(struct hwmon *h, const char *bus_id, char *buf, size_t len);
 
+/* The drivers that name their boards in a file of their own. */
+enum hwmon_board_driver { HWMON_DRIVER_NVIDIA, HWMON_DRIVER_CAMBRICON };
+
+/*
+ * The model of the board at BUS_ID as its driver names it: NVIDIA's
+ * proc/driver/nvidia/gpus/BUS_ID/information ("Model: NVIDIA H200"),
+ * Cambricon's proc/driver/cambricon/mlus/BUS_ID/information ("Device name:
+ * MLU370-X8").  For boards newer than the host's pci.ids, which hwloc
+ * names from.  -ENOENT without the file, -ENODATA without the line.
+ */
+int hwmon_board_model(struct hwmon *h, enum hwmon_board_driver driver, const char *bus_id,
+                      char *buf, size_t len);
+
 /* sys/module/MODULE/version ("amdgpu"). */
 int hwmon_module_version(struct hwmon *h, const char *module, char *buf, size_t len);
 

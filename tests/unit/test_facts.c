@@ -148,6 +148,29 @@ test_slots_and_drivers(void **state)
 	assert_int_equal(f->facts.limits.err, 0);
 }
 
+/* A board hwloc left unnamed (newer than the host's pci.ids) is named by
+ * its driver's information file; a named one keeps hwloc's name. */
+static void
+test_slot_model_from_driver(void **state)
+{
+	struct fix *f = *state;
+	struct slot slots[2];
+
+	set_slot(&slots[0], 0, SLOT_VENDOR_NVIDIA, BUS0);
+	set_slot(&slots[1], 1, SLOT_VENDOR_AMD, BUS1);
+	slots[0].model[0] = slots[1].model[0] = '\0';
+	put(f->root, "proc/driver/nvidia/gpus/" BUS0 "/information",
+	    "Model: \t\t NVIDIA H200\nIRQ:   \t\t 33\n");
+	assert_int_equal(facts_gather(f->hw, &f->cfg, slots, 2, &f->facts), 0);
+	assert_string_equal(f->facts.slots[0].model, "NVIDIA H200");
+	assert_string_equal(f->facts.slots[1].model, "");  /* amdgpu keeps no such file */
+	facts_free(&f->facts);
+
+	set_slot(&slots[0], 0, SLOT_VENDOR_NVIDIA, BUS0);
+	assert_int_equal(facts_gather(f->hw, &f->cfg, slots, 1, &f->facts), 0);
+	assert_string_equal(f->facts.slots[0].model, "model 0");
+}
+
 /* Listed devices first, in the configuration's order, then the others present. */
 static void
 test_ib(void **state)
@@ -313,6 +336,7 @@ main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_slots_and_drivers),
+		T(test_slot_model_from_driver),
 		T(test_ib),
 		T(test_nics),
 		T(test_memory),

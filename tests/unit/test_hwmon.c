@@ -636,6 +636,28 @@ test_driver_versions(void **state)
 	assert_string_equal(buf, "5.10.22");
 	assert_int_equal(hwmon_cambricon_version(f->h, "0000:1b:00.0", buf, sizeof(buf)), -ENOENT);
 
+	/* what the driver names a board hwloc's pci.ids does not know
+	 * (proc/driver/nvidia/gpus/BUS/information as driver 580 writes it) */
+	assert_int_equal(hwmon_board_model(f->h, HWMON_DRIVER_NVIDIA, "0000:00:06.0", buf,
+	                                   sizeof(buf)), -ENOENT);
+	put(f->root, "proc/driver/nvidia/gpus/0000:00:06.0/information",
+	    "Model: \t\t NVIDIA H200\nIRQ:   \t\t 33\nGPU UUID: \t GPU-0d5e8f3a\n"
+	    "Video BIOS: \t 96.00.af.00.01\nBus Type: \t PCIe\nDMA Size: \t 52 bits\n"
+	    "Bus Location: \t 0000:00:06.0\nDevice Minor: \t 0\nGPU Firmware: \t 580.159.04\n"
+	    "GPU Excluded:\t No\n");
+	assert_int_equal(hwmon_board_model(f->h, HWMON_DRIVER_NVIDIA, "0000:00:06.0", buf,
+	                                   sizeof(buf)), 0);
+	assert_string_equal(buf, "NVIDIA H200");
+	assert_int_equal(hwmon_board_model(f->h, HWMON_DRIVER_CAMBRICON, "0000:1a:00.0", buf,
+	                                   sizeof(buf)), 0);
+	assert_string_equal(buf, "MLU370-X8");
+	put(f->root, "proc/driver/nvidia/gpus/0000:00:07.0/information",
+	    "Models: not this\nModel:   \t \nIRQ: 34\n");
+	assert_int_equal(hwmon_board_model(f->h, HWMON_DRIVER_NVIDIA, "0000:00:07.0", buf,
+	                                   sizeof(buf)), -ENODATA);
+	assert_int_equal(hwmon_board_model(f->h, HWMON_DRIVER_NVIDIA, "../../../etc", buf,
+	                                   sizeof(buf)), -EINVAL);
+
 	put(f->root, "sys/module/amdgpu/version", "6.3.6\n");
 	assert_int_equal(hwmon_module_version(f->h, "amdgpu", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "6.3.6");
