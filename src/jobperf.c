@@ -545,6 +545,12 @@ jobperf_idle(const struct jobperf *jp)
 	return jp->broken || !jp->in_group || (!jp->red && jp->started >= jp->due);
 }
 
+double
+jobperf_reduction_age(const struct jobperf *jp, double now)
+{
+	return jp->red && !jp->broken ? now - jp->red_since : -1;
+}
+
 int
 jobperf_cycles(const struct jobperf *jp)
 {

@@ -124,6 +124,10 @@ void jobperf_final(struct jobperf *jp);
 /* Nothing in flight and every reduction due started: MPI_Finalize may come. */
 bool jobperf_idle(const struct jobperf *jp);
 
+/* How long the reduction in flight has been (s, on NOW's clock); -1 with
+ * none in flight. */
+double jobperf_reduction_age(const struct jobperf *jp, double now);
+
 /* Reductions the coordinator started in this attempt (for FINAL). */
 int jobperf_cycles(const struct jobperf *jp);
 

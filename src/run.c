@@ -80,6 +80,8 @@ extern char **environ;
 #define DUE_POLL_MS 5        /* ... when a message is due soon */
 #define BUSY_POLL_MS 2       /* ... with messages in flight */
 #define NUDGE_WINDOW_S 0.1   /* ... for this long after a nudge */
+#define FINE_POLL_US 200     /* ... while the job's last reduction runs (before_poll()) */
+#define FINE_POLL_S 0.25     /* ... for at most this long of it */
 #define END_TIME_EVERY_S 60  /* how often the coordinator asks Slurm for the end time */
 #define END_TIME_TIMEOUT_S 2 /* ... and how long it waits for the answer */
 #define KILL_AFTER_S 5       /* beyond the grace: the training's KILL and its end */
@@ -139,6 +141,7 @@ struct job {
 	/* every other node: the watch on the coordinator (watch.c) */
 	struct watch *watch;
 	struct loop_timer *watch_timer;
+	struct loop_timer *fine_timer;   /* wakes the loop for the next look at a reduction */
 	char *plan_text;             /* the plan as it came, for a successor */
 	char **early;                /* successor: results before the takeover, by rank */
 	char lost_why[512];          /* why this node lost its coordinator */
@@ -824,6 +827,41 @@ route_all(struct job *j)
 
 /* ---- the loop's hook: MPI progress ------------------------------------------------- */
 
+static long
+on_fine(struct loop *l, void *arg)
+{
+	struct job *j = arg;
+
+	(void)l;
+	j->fine_timer = NULL;  /* before_poll() arms the next */
+	return LOOP_NOMORE;
+}
+
+/*
+ * A reduction at the end of the job, once this node's training is over:
+ * each step of a non-blocking collective waits for the next look at MPI
+ * of every rank it involves (a binomial reduce and broadcast: 4 steps at
+ * 4 ranks, 8 at 16), and at DUE_POLL_MS a look the last reduction alone
+ * held the job's end 50 ms at 4 agents and 110 ms at 16 on a 16-core
+ * node.  Looked at every FINE_POLL_US instead, for the first FINE_POLL_S
+ * of each such reduction (one that waits on a slow node longer than that
+ * is not worth a core's tenth).
+ */
+static void
+fine_poll(struct job *j, double now)
+{
+	double age;
+
+	if (j->fine_timer || !j->perf)
+		return;
+	if (!((j->coord && (j->phase == PH_FINAL || j->phase == PH_DRAIN)) ||
+	      (j->node && node_waiting(j->node))))
+		return;
+	age = jobperf_reduction_age(j->perf, now);
+	if (age >= 0 && age < FINE_POLL_S)
+		j->fine_timer = loop_add_timer_us(j->loop, FINE_POLL_US, on_fine, j);
+}
+
 static void gather_progress(struct job *j);
 static void bcast_progress(struct job *j);
 static void recheck_end_time(struct job *j, double now);
@@ -868,6 +906,8 @@ before_poll(struct loop *l, void *arg)
 		if (j->coord && j->phase == PH_RUN)
 			usage_event(j, now, false);
 	}
+	if (j->phase != PH_EXIT)
+		fine_poll(j, now);
 	if (j->phase == PH_FINAL && jobperf_idle(j->perf)) {
 		loop_del_timer(j->loop, j->phase_timer);
 		j->phase_timer = NULL;

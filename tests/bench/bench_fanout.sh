@@ -20,6 +20,9 @@
 # Prints the median, p99 and largest delay of each, and the p99s' ratio to
 # the baseline's.  Goal: p99 <= 20 ms at 16 ranks.
 # Usage: tests/bench/bench_fanout.sh [VIGIL]   (default ./vigil)
+# Env: NP, ROUNDS, END_NP, ONLY (fanout or end: that part alone),
+# END_ARGS (more options for vigil in the job-end part, e.g. a --config
+# that turns the board checks off on a node with GPUs)
 set -uo pipefail
 
 vigil=$(realpath "${1:-./vigil}")
@@ -96,6 +99,7 @@ stats() {
 		print m, p > "/dev/stderr" }'
 }
 
+if [ "${ONLY:-fanout}" = fanout ]; then
 echo "# vigil checkpoint fan-out ($(nproc) cores, $(date -u +%Y-%m-%d)), $np agents, $rounds rounds"
 : >"$SCRATCH/s.nudge"; : >"$SCRATCH/s.poll"; : >"$SCRATCH/s.base"
 for ((r = 0; r < rounds; r++)); do
@@ -110,6 +114,9 @@ read -r bm bp <"$SCRATCH/b.mp"; read -r nm np99 <"$SCRATCH/n.mp"; read -r pm pp 
 awk -v bp="$bp" -v np="$np99" -v pp="$pp" 'BEGIN {
 	printf "p99 against the baseline: nudged %.1fx, --no-nudge %.1fx; nudged p99 %.1f ms (goal <= 20)\n",
 		np / (bp > 0.1 ? bp : 0.1), pp / (bp > 0.1 ? bp : 0.1), np }'
+fi
+[ "${ONLY:-end}" = end ] || exit 0
+[ "${ONLY:-}" = end ] && echo "# vigil job end ($(nproc) cores, $(date -u +%Y-%m-%d)), ${END_NP:-4} agents, $rounds rounds"
 # --- job end --------------------------------------------------------------
 # jobend CMD...: ms from the last training's exit (its "date" line) to
 # mpirun's exit
@@ -126,7 +133,7 @@ jobend() {
 gather=${GATHER:-$(dirname "$vigil")/tests/bench/bench_mpi_gather}
 : >"$SCRATCH/e.mpi"
 for ((r = 0; r < rounds; r++)); do
-	jobend "$VIGIL" run --precheck off --summary-interval 0 -- >>"$SCRATCH/e.vigil"
+	jobend "$VIGIL" run --precheck off --summary-interval 0 ${END_ARGS:-} -- >>"$SCRATCH/e.vigil"
 	jobend >>"$SCRATCH/e.base"
 	if [ -x "$gather" ]; then
 		rm -f "$SCRATCH/end.times"
@@ -142,4 +149,6 @@ awk -v v="$(med_of "$SCRATCH/e.vigil")" -v b="$(med_of "$SCRATCH/e.base")" \
 	printf "an MPI program finalising %d ms (median; goal <= 100)\n", m }'
 
 # VERBOSE=1: each node's delays, round after round
-[ -n "${VERBOSE:-}" ] && paste "$SCRATCH/nudge.bynode" "$SCRATCH/poll.bynode"
+if [ -n "${VERBOSE:-}" ] && [ "${ONLY:-fanout}" = fanout ]; then
+	paste "$SCRATCH/nudge.bynode" "$SCRATCH/poll.bynode"
+fi
