@@ -25,7 +25,7 @@ step() { printf '\n==== %s\n' "$*"; }
 show_logs() {
 	local log
 	for log in $(find "$1" -name '*.log' ! -name 'test-suite.log' ! -name config.log); do
-		if grep -qE '^(FAIL|ERROR|XPASS)' "${log%.log}.trs" 2>/dev/null; then
+		if grep -qE '^:test-result: (FAIL|ERROR|XPASS)' "${log%.log}.trs" 2>/dev/null; then
 			echo "---- $log"; tail -n 80 "$log"
 		fi
 	done
