@@ -81,7 +81,7 @@ extern char **environ;
 #define BUSY_POLL_MS 2       /* ... with messages in flight */
 #define NUDGE_WINDOW_S 0.1   /* ... for this long after a nudge */
 #define FINE_POLL_US 200     /* ... while the job's last reduction runs (before_poll()) */
-#define FINE_POLL_S 0.25     /* ... for at most this long of it */
+#define FINE_POLL_S 0.1      /* ... for at most this long of it */
 #define END_TIME_EVERY_S 60  /* how often the coordinator asks Slurm for the end time */
 #define END_TIME_TIMEOUT_S 2 /* ... and how long it waits for the answer */
 #define KILL_AFTER_S 5       /* beyond the grace: the training's KILL and its end */
@@ -844,8 +844,10 @@ on_fine(struct loop *l, void *arg)
  * 4 ranks, 8 at 16), and at DUE_POLL_MS a look the last reduction alone
  * held the job's end 50 ms at 4 agents and 110 ms at 16 on a 16-core
  * node.  Looked at every FINE_POLL_US instead, for the first FINE_POLL_S
- * of each such reduction (one that waits on a slow node longer than that
- * is not worth a core's tenth).
+ * of each such reduction: long enough for the steps of 10,000 ranks, and
+ * a node whose training ended early while the others go on spends no
+ * more than that each reduction on it (a reduction that waits on a slow
+ * node is not worth a core's tenth).
  */
 static void
 fine_poll(struct job *j, double now)
