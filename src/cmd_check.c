@@ -352,9 +352,12 @@ tell_end(struct peer *p, struct peer_gather *pg, int code, bool complete)
 	(void)peer_flush(p, 2);
 }
 
-/* A node: the coordinator's word on the end (tell_end()); false when none came. */
+/*
+ * A node: the coordinator's word on the end (tell_end()); false when none
+ * came.  *CODE gets the sweep's status.
+ */
 static bool
-await_end(struct peer *p, double timeout_s)
+await_end(struct peer *p, double timeout_s, int *code)
 {
 	const struct timespec nap = { 0, 2000000 };
 	double deadline = util_now_s() + timeout_s;
@@ -377,6 +380,7 @@ await_end(struct peer *p, double timeout_s)
 		if (rc == 0) {
 			bool fin = m.u.final.finalize;
 
+			*code = m.u.final.exit_code;
 			msg_clear(&m);
 			return fin;
 		}
@@ -475,9 +479,18 @@ cmd_check(int argc, char **argv)
 	if (peer_rank(p) != 0) {
 		exit_code = finish_worker(&report, error[0] ? error : NULL, complete,
 		                          cfg.gather_timeout_s);
-		/* MPI_Finalize only when the coordinator says every rank is there */
-		if (complete && peer_is_mpi(p))
-			complete = await_end(p, cfg.gather_timeout_s + END_WAIT_S);
+		/* MPI_Finalize only when the coordinator says every rank is there.
+		 * Without it, mpirun reports the status of whichever rank it
+		 * sees leave first, and this one may leave before the
+		 * coordinator: it leaves with the sweep's status (an agent that
+		 * left with 0 and no MPI_Finalize made mpirun say 1). */
+		if (complete && peer_is_mpi(p)) {
+			int code = VIGIL_EXIT_OK;
+
+			complete = await_end(p, cfg.gather_timeout_s + END_WAIT_S, &code);
+			if (!complete && code != VIGIL_EXIT_OK)
+				exit_code = code;
+		}
 	} else {
 		exit_code = finish_coordinator(&o, &cfg, p, pg, &report, error[0] ? error : NULL);
 		if (fflush(stdout) != 0 && exit_code == VIGIL_EXIT_OK)
