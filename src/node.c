@@ -50,6 +50,8 @@ extern char **environ;
 #define HOLD_US 1000             /* a streaming pty's output is held at most this long */
 #define HOLD_BYTES (32u << 10)   /* ... or until this much is held */
 #define OUTPUT_CAP (1u << 20)    /* bytes of output held while our reader is slow */
+#define LINE_WAIT_US 20000       /* a line begun waits this long for its end ... */
+#define LINE_WAIT_BYTES (32u << 10) /* ... while shorter than this (output_set_line_wait) */
 #define DRAIN_MS 2000            /* after the child exits, wait this long for EOF */
 #define STOP_AFTER_CKPT_MS 5000  /* TERM to KILL once the checkpoint's grace is over */
 #define SCAN_LINE_MAX 4096       /* timing lines are short; longer lines are cut for scanning */
@@ -63,6 +65,7 @@ struct stream {
 	uint64_t read_us;           /* the last read that got something */
 	bool fresh;                 /* read since the last release */
 	struct loop_timer *release; /* pending: writes out what is held */
+	struct loop_timer *line;    /* pending: writes out a line begun as it is */
 };
 
 struct node {
@@ -321,6 +324,53 @@ resume(struct node *n, int cfd)
 		loop_mod_fd(n->loop, cfd, POLLIN);
 }
 
+/* A line begun goes out as it is: its end did not come in time (a
+ * progress bar redrawn with '\r', a prompt), or the stream ended. */
+static void
+line_goes(struct node *n, struct stream *s, struct output *o)
+{
+	loop_del_timer(n->loop, s->line);
+	s->line = NULL;
+	if (!o)
+		return;
+	if (output_flush_all(o) > 0)
+		loop_mod_fd(n->loop, output_fd(o), POLLOUT);
+}
+
+static long
+on_line_wait(struct loop *l, void *arg)
+{
+	struct stream *s = arg;
+	struct node *n = s->n;
+
+	(void)l;
+	s->line = NULL;  /* the loop frees it */
+	line_goes(n, s, s == &n->sout ? n->out : n->err);
+	resume(n, s == &n->sout ? n->cout : n->cerr);
+	return LOOP_NOMORE;
+}
+
+/*
+ * A line the training began and has not ended waits LINE_WAIT_US for its
+ * end, so that it goes out whole (output_set_line_wait).  NEW: the line
+ * that waited ended, and one that waits now has a wait of its own.
+ */
+static void
+wait_for_line(struct node *n, struct stream *s, struct output *o, bool new)
+{
+	if (!o || !output_line_waits(o)) {
+		loop_del_timer(n->loop, s->line);
+		s->line = NULL;
+		return;
+	}
+	if (s->line && !new)
+		return;
+	loop_del_timer(n->loop, s->line);
+	s->line = loop_add_timer_us(n->loop, LINE_WAIT_US, on_line_wait, s);
+	if (!s->line)
+		line_goes(n, s, o);
+}
+
 /* Our own stdout or stderr can take more: flush, and read the child again. */
 static void
 on_dest(struct loop *l, int fd, short revents, void *arg)
@@ -337,6 +387,7 @@ on_dest(struct loop *l, int fd, short revents, void *arg)
 	if (rc < 0 && rc != -EPIPE)
 		LOG_ERR("cannot write the training's %s: %s", o == n->out ? "stdout" : "stderr",
 		        strerror(-rc));
+	wait_for_line(n, o == n->out ? &n->sout : &n->serr, o, false);
 	resume(n, cfd);
 }
 
@@ -353,6 +404,7 @@ release(struct node *n, struct stream *s)
 	output_set_hold(o, 0);
 	if (output_flush(o) > 0)
 		loop_mod_fd(n->loop, output_fd(o), POLLOUT);
+	wait_for_line(n, s, o, false);
 	resume(n, s == &n->sout ? n->cout : n->cerr);
 }
 
@@ -416,6 +468,7 @@ close_child_fd(struct node *n, int fd)
 	loop_del_timer(n->loop, s->gather);
 	s->gather = NULL;
 	release(n, s);
+	line_goes(n, s, s == &n->sout ? n->out : n->err);  /* no end will come */
 	child_close_fd(n->child, fd);
 	if (fd == n->cerr) {
 		n->cerr = -1;
@@ -494,6 +547,7 @@ read_stream(struct node *n, int fd)
 	struct output *o = fd == n->cout ? n->out : n->err;
 	struct stream *s = fd == n->cout ? &n->sout : &n->serr;
 	bool empty = false;
+	unsigned long long written;
 	long wait;
 	int rc;
 
@@ -524,11 +578,14 @@ read_stream(struct node *n, int fd)
 		if (o == n->err)
 			tail_bytes(n, buf, (size_t)got);
 		scan(n, o == n->err ? n->errlines : n->outlines, buf, (size_t)got);
+		written = output_written(o);
 		rc = pass_on(n, o, buf, (size_t)got);
 		if (rc < 0 && rc != -EAGAIN && rc != -EPIPE)
 			LOG_ERR("cannot pass the training's output on: %s; it is being lost",
 			        strerror(-rc));
-		if (output_pending(o) && !output_held(o))
+		/* something went out: what waits now is a line begun since */
+		wait_for_line(n, s, o, output_written(o) != written);
+		if (output_pending(o) && !output_held(o) && !s->line)
 			loop_mod_fd(n->loop, output_fd(o), POLLOUT);
 		/* A short read emptied the pipe: a read now would only say EAGAIN. */
 		empty = (size_t)got < want;
@@ -614,6 +671,8 @@ open_outputs(struct node *n)
 	n->err = output_new(STDERR_FILENO, OUTPUT_CAP);
 	if (!n->err)
 		return -errno;
+	output_set_line_wait(n->out, LINE_WAIT_BYTES);
+	output_set_line_wait(n->err, LINE_WAIT_BYTES);
 	n->errlines = linebuf_new(SCAN_LINE_MAX);
 	n->outlines = linebuf_new(SCAN_LINE_MAX);
 	if (!n->errlines || !n->outlines)

@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +44,7 @@ struct output {
 	bool at_line_start;      /* the next byte pushed begins a line */
 	bool discard;
 	size_t hold;             /* bytes held before a push writes (output_set_hold) */
+	size_t line_wait;        /* a line begun shorter than this waits for its end (output_set_line_wait) */
 	bool blocked;            /* the destination refused bytes due now: wait for POLLOUT */
 	bool dest_mid_line;      /* the last byte written was not a newline */
 	int err;                 /* destination failed with this; 0 while fine */
@@ -145,6 +147,11 @@ output_held(const struct output *o)
 	return queued(o) > 0 && o->hold > 0 && !o->blocked;
 }
 
+void
+output_set_line_wait(struct output *o, size_t bytes)
+{
+	o->line_wait = bytes;
+}
 
 size_t
 output_room(const struct output *o)
@@ -188,18 +195,28 @@ output_lost(const struct output *o)
 }
 
 /*
- * Write from BUF until the destination would block.  *DONE: bytes written.
- * Returns 0 or a negative errno.
+ * Write ALEN bytes from A, then BLEN from B, in one call where both are
+ * there, until the destination would block.  *DONE: bytes written of
+ * both.  Returns 0 or a negative errno.
  */
 static int
-write_some(struct output *o, const char *buf, size_t len, size_t *done)
+write_two(struct output *o, const char *a, size_t alen, const char *b, size_t blen,
+          size_t *done)
 {
-	size_t off = 0;
+	size_t off = 0, total = alen + blen;
 	int rc = 0;
 
-	while (off < len) {
-		ssize_t n = write(o->fd, buf + off, len - off);
+	while (off < total) {
+		struct iovec iov[2];
+		int cnt = 0;
+		ssize_t n;
 
+		if (off < alen)
+			iov[cnt++] = (struct iovec){ (void *)(a + off), alen - off };
+		if (blen > 0)
+			iov[cnt++] = off < alen ? (struct iovec){ (void *)b, blen }
+			                        : (struct iovec){ (void *)(b + (off - alen)), total - off };
+		n = cnt == 1 ? write(o->fd, iov[0].iov_base, iov[0].iov_len) : writev(o->fd, iov, cnt);
 		if (n > 0) {
 			off += (size_t)n;
 			continue;
@@ -215,9 +232,16 @@ write_some(struct output *o, const char *buf, size_t len, size_t *done)
 	}
 	o->written += off;
 	if (off > 0)
-		o->dest_mid_line = buf[off - 1] != '\n';
+		o->dest_mid_line = (off <= alen ? a[off - 1] : b[off - alen - 1]) != '\n';
 	*done = off;
 	return rc;
+}
+
+/* Write from BUF until the destination would block, as write_two(). */
+static int
+write_some(struct output *o, const char *buf, size_t len, size_t *done)
+{
+	return write_two(o, buf, len, NULL, 0, done);
 }
 
 /*
@@ -356,14 +380,86 @@ output_flush_lines(struct output *o)
 	return flush_some(o, whole_lines(o));
 }
 
-/* What is due now: all of it, or while holding, the whole lines (all of
- * one line longer than what is held: it would never end in time). */
+size_t
+output_line_waits(const struct output *o)
+{
+	if (!o->line_wait || o->hold || o->blocked || o->dest_mid_line || !queued(o) ||
+	    whole_lines(o))
+		return 0;
+	return queued(o);
+}
+
+int
+output_flush_all(struct output *o)
+{
+	return flush_some(o, queued(o));
+}
+
+/*
+ * What is due now: all of it; or while holding or waiting for lines'
+ * ends, the whole lines, and the end of a line the destination has begun
+ * when not holding (all of one line longer than what is held or waited
+ * for: it would never end in time).
+ */
 static size_t
 due(const struct output *o)
 {
-	if (!o->hold)
+	size_t lines;
+
+	if (!o->hold && !o->line_wait)
 		return queued(o);
-	return whole_lines(o) ? whole_lines(o) : queued(o) >= o->hold ? queued(o) : 0;
+	lines = whole_lines(o);
+	if (lines)
+		return lines;
+	if (!o->hold && o->dest_mid_line)
+		return queued(o);
+	return queued(o) >= (o->hold ? o->hold : o->line_wait) ? queued(o) : 0;
+}
+
+/*
+ * Of LEN bytes of BUF pushed behind what is queued (not holding), those
+ * due now: all; or while lines wait for their ends, up to the last
+ * newline, and what goes on a line the destination has begun.  A line
+ * begun that would reach the bound goes too.
+ */
+static size_t
+due_of(const struct output *o, const char *buf, size_t len)
+{
+	const char *nl;
+	size_t go;
+
+	if (!o->line_wait)
+		return len;
+	nl = memrchr(buf, '\n', len);
+	if (nl) {
+		go = (size_t)(nl + 1 - buf);
+		return len - go >= o->line_wait ? len : go;
+	}
+	/* no end in BUF: it goes on the line begun, queued or written */
+	if (!queued(o) && o->dest_mid_line)
+		return len;
+	return queued(o) + len >= o->line_wait ? len : 0;
+}
+
+/*
+ * Write what is queued, then the first LEN bytes of BUF, in one call,
+ * until the destination would block.  *DONE: bytes of BUF written (0
+ * unless everything queued went).  Returns 0 or a negative errno.
+ */
+static int
+write_after_queued(struct output *o, const char *buf, size_t len, size_t *done)
+{
+	size_t q = queued(o), off;
+	int rc = write_two(o, o->buf + o->head, q, buf, len, &off);
+
+	if (off >= q) {
+		o->head = o->tail = 0;
+		*done = off - q;
+	} else {
+		o->head += off;
+		*done = 0;
+	}
+	return rc;
 }
 
 int
@@ -389,15 +485,23 @@ output_push(struct output *o, const char *buf, size_t len)
 	}
 
 	if (!o->prefix_len) {
-		/* The common case: nothing queued, so the caller's buffer goes
-		 * straight to the destination and only a remainder is copied. */
 		o->at_line_start = buf[len - 1] == '\n';
-		if (!queued(o) && !o->hold) {
-			rc = write_some(o, buf, len, &done);
-			if (rc < 0)
-				return fail(o, rc, len - done);
+		if (!o->hold) {
+			/* The common case: the caller's buffer goes straight to
+			 * the destination behind what is queued (a line begun
+			 * that this push may end, or what the destination
+			 * refused), and only a remainder is copied. */
+			size_t go = due_of(o, buf, len);
+
+			if (go > 0) {
+				rc = write_after_queued(o, buf, go, &done);
+				if (rc < 0)
+					return fail(o, rc, len - done);
+				o->blocked = done < go;
+			}
 			/* What is left waits: the destination just said
-			 * EAGAIN, no use asking again now. */
+			 * EAGAIN, no use asking again now; or a line begun
+			 * waits for its end. */
 			return done < len ? queue(o, buf + done, len - done) : 0;
 		}
 		rc = queue(o, buf, len);
@@ -414,7 +518,7 @@ output_push(struct output *o, const char *buf, size_t len)
 		append_prefixed(o, buf, len);
 	}
 	if (!o->hold)
-		return (rc = flush_some(o, queued(o))) < 0 ? rc : 0;
+		return (rc = flush_some(o, due(o))) < 0 ? rc : 0;
 	rc = 0;
 	if (o->dest_mid_line) {
 		/* A line the destination has begun ends at once: held, another
@@ -436,6 +540,7 @@ output_drain(struct output *o, int timeout_ms)
 	int rc, wait_ms;
 
 	o->hold = 0;  /* the end: a line begun goes too */
+	o->line_wait = 0;
 
 	for (;;) {
 		rc = output_flush(o);

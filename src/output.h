@@ -56,6 +56,25 @@ bool output_held(const struct output *o);
  */
 int output_flush_lines(struct output *o);
 
+/*
+ * Keep a line begun at the destination's line start (up to BYTES of it;
+ * 0: off, the default) until its end is pushed, instead of writing it in
+ * pieces.  A writer that puts a line's text and its newline in two
+ * writes (Python unbuffered, as torch's launcher runs its workers) is
+ * read in two pieces now and then; written so, another writer's line
+ * (another rank's, merged by mpirun) can come in between them.  A line
+ * the destination has begun goes on at once.  The caller bounds how long
+ * it waits: output_line_waits() says it does, output_flush_all() ends it.
+ */
+void output_set_line_wait(struct output *o, size_t bytes);
+
+/* Bytes of a line begun that wait for its end; 0 when none does. */
+size_t output_line_waits(const struct output *o);
+
+/* Write what the destination takes now of all that is queued, a line
+ * begun included.  Returns as output_flush(). */
+int output_flush_all(struct output *o);
+
 /* How many more child bytes may be pushed now; 0 means stop reading the child. */
 size_t output_room(const struct output *o);
 

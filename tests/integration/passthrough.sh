@@ -229,6 +229,47 @@ for i in $(seq 1 16); do
 done
 expect_eq "pty to a fast pty: every run ended with every byte" 16 "$ended"
 
+# Lines written in two pieces: torch's launcher runs its workers
+# unbuffered, so a print is its text, then its newline, in two writes.
+# Two ranks printing at the same moment, under mpirun: every line comes
+# out whole (the agent keeps a line begun until its end, 20 ms at most;
+# without it, mpirun put one rank's line inside the other's).  A line
+# whose end does not come (a prompt) still goes out within that time.
+cat > "$SCRATCH/halves.py" <<'PY'
+import os, sys, time
+rank = os.environ["VIGIL_NODE_RANK"]
+for i in range(30):
+    time.sleep(0.02 - time.time() % 0.02)
+    os.write(1, b"rank %s line %d" % (rank.encode(), i))
+    time.sleep(0.002)
+    os.write(1, b"\n")
+PY
+res=$(timeout -k 10 120 $MPIRUN -np 1 env VIGIL_NODE_NAME=n0 "$VIGIL" run --precheck off \
+	--summary-interval 0 -- sh -c 'exec python3 "$0"' "$SCRATCH/halves.py" : \
+	-np 1 env VIGIL_NODE_NAME=n1 "$VIGIL" run --precheck off --summary-interval 0 -- \
+	sh -c 'exec python3 "$0"' "$SCRATCH/halves.py" 2>"$SCRATCH/err.halves")
+expect_eq "lines in two writes, two ranks: every line whole" 60 \
+	"$(printf '%s\n' "$res" | grep -cE '^rank [01] line [0-9]+$')"
+expect_eq "lines in two writes, two ranks: nothing else" 0 \
+	"$(printf '%s\n' "$res" | grep -c 'rank.*rank')"
+cat > "$SCRATCH/prompt.py" <<'PY'
+import os, time
+# the reader: what came up to the prompt, and how long after its write
+buf = b""
+while b"prompt> " not in buf:
+    b = os.read(0, 64)
+    if not b:
+        break
+    buf += b
+now = time.time()
+stamp, _, rest = buf.partition(b"\n")
+print(repr(rest), int((now - float(stamp)) * 1000))
+PY
+res=$(timeout -k 5 60 "$VIGIL" run --mode single --precheck off -- \
+	python3 -c 'import os,sys,time; os.write(1, b"%f\n" % time.time()); os.write(1, b"prompt> "); time.sleep(2); os.write(1, b"x\n")' \
+	2>/dev/null | python3 "$SCRATCH/prompt.py")
+expect_match "a line whose end does not come goes out in time" "^b'prompt> ' ([0-9]|[1-9][0-9]|[1-9][0-9][0-9])\$" "$res"
+
 # Timing lines were read from the stream: the reduction saw every iteration.
 out=$(run --report "$SCRATCH/r.json" -- python3 "$SCRATCH/writer.py" 20000 2>/dev/null >/dev/null; \
 	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["performance"]["iterations"])' "$SCRATCH/r.json" 2>&1)

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -128,7 +129,8 @@ pump(struct fx *f, const char *data, size_t len)
 	}
 	while (output_pending(f->o)) {
 		drain_pipe(f);
-		assert_true(output_flush(f->o) >= 0);
+		/* a line begun that waits for its end goes at the end */
+		assert_true((output_line_waits(f->o) ? output_flush_all(f->o) : output_flush(f->o)) >= 0);
 	}
 	drain_pipe(f);
 }
@@ -649,6 +651,182 @@ test_hold_prefix(void **state)
 	expect_got(f, 0, "[n1:0] one\n[n1:0] two\n[n1:0] thr");
 }
 
+/*
+ * Waiting for lines' ends: a line begun at the destination's line start
+ * stays queued until its end is pushed, then goes whole; whole lines go
+ * at once; output_flush() keeps the line begun, output_flush_all() writes
+ * it, and once the destination has begun a line, its end goes at once.
+ */
+static void
+test_line_wait(void **state)
+{
+	struct fx *f = *state;
+
+	output_set_line_wait(f->o, 64);
+	assert_int_equal(output_push(f->o, "abc", 3), 0);
+	expect_got(f, 0, "");
+	assert_int_equal(output_line_waits(f->o), 3);
+	assert_true(output_pending(f->o));
+	assert_false(output_held(f->o));
+	assert_int_equal(output_push(f->o, "def\nghi", 7), 0);
+	expect_got(f, 0, "abcdef\n");
+	assert_int_equal(output_line_waits(f->o), 3);
+	assert_int_equal(output_push(f->o, "\n", 1), 0);
+	expect_got(f, 0, "abcdef\nghi\n");
+	assert_int_equal(output_line_waits(f->o), 0);
+	assert_false(output_pending(f->o));
+
+	/* its end does not come: a flush keeps it, flush_all writes it */
+	assert_int_equal(output_push(f->o, "jkl", 3), 0);
+	assert_int_equal(output_flush(f->o), 0);
+	expect_got(f, 0, "abcdef\nghi\n");
+	assert_int_equal(output_flush_all(f->o), 0);
+	expect_got(f, 0, "abcdef\nghi\njkl");
+	/* the destination has begun the line: more of it goes at once, and
+	 * the line begun after its end waits */
+	assert_int_equal(output_push(f->o, "mno", 3), 0);
+	expect_got(f, 0, "abcdef\nghi\njklmno");
+	assert_int_equal(output_line_waits(f->o), 0);
+	assert_int_equal(output_push(f->o, "p\nqr", 4), 0);
+	expect_got(f, 0, "abcdef\nghi\njklmnop\n");
+	assert_int_equal(output_line_waits(f->o), 2);
+	/* the end of the job: everything goes */
+	assert_int_equal(output_drain(f->o, 1000), 0);
+	expect_got(f, 0, "abcdef\nghi\njklmnop\nqr");
+}
+
+/* A line begun as long as the bound does not wait, nor its rest. */
+static void
+test_line_wait_bound(void **state)
+{
+	struct fx *f = *state;
+	char buf[40];
+
+	output_set_line_wait(f->o, 16);
+	memset(buf, 'a', sizeof(buf));
+	assert_int_equal(output_push(f->o, buf, 10), 0);
+	expect_got(f, 0, "");
+	assert_int_equal(output_push(f->o, buf, 6), 0);
+	drain_pipe(f);
+	assert_int_equal(f->got_len, 16);
+	assert_int_equal(output_queued(f->o), 0);
+	buf[0] = '\n';
+	assert_int_equal(output_push(f->o, buf, 17), 0);  /* "\n" and 16 begun */
+	drain_pipe(f);
+	assert_int_equal(f->got_len, 33);
+	assert_int_equal(output_queued(f->o), 0);
+	assert_int_equal(output_push(f->o, buf, 15), 0);  /* "\n" and 14 begun */
+	drain_pipe(f);
+	assert_int_equal(f->got_len, 34);
+	assert_int_equal(output_line_waits(f->o), 14);
+}
+
+/* With --tag-output's prefixes, a line waits prefixed and goes whole. */
+static void
+test_line_wait_prefix(void **state)
+{
+	struct fx *f = *state;
+
+	assert_int_equal(output_set_prefix(f->o, "[n0:0] "), 0);
+	output_set_line_wait(f->o, 64);
+	assert_int_equal(output_push(f->o, "ab", 2), 0);
+	expect_got(f, 0, "");
+	assert_int_equal(output_push(f->o, "c\nd", 3), 0);
+	expect_got(f, 0, "[n0:0] abc\n");
+	assert_int_equal(output_line_waits(f->o), 8);
+	assert_int_equal(output_push(f->o, "\n", 1), 0);
+	expect_got(f, 0, "[n0:0] abc\n[n0:0] d\n");
+}
+
+/* Every message waiting on FD, each whole lines, appended to OUT (LEN at
+ * most, *GOT so far); returns how many. */
+static size_t
+recv_lines(int fd, char *out, size_t *got, size_t len)
+{
+	char msg[1 << 16];
+	size_t msgs = 0;
+	ssize_t r;
+
+	while ((r = recv(fd, msg, sizeof(msg), 0)) > 0) {
+		assert_int_equal(msg[r - 1], '\n');
+		assert_true(*got + (size_t)r <= len);
+		memcpy(out + *got, msg, (size_t)r);
+		*got += (size_t)r;
+		msgs++;
+	}
+	return msgs;
+}
+
+/*
+ * What a destination that merges writers sees (mpirun merging ranks):
+ * every write, a message of a SOCK_SEQPACKET socket here, is whole lines,
+ * however the lines were cut into pushes and however slowly the reader
+ * reads; and all of it arrives, in order.
+ */
+static void
+test_line_wait_writes_whole_lines(void **state)
+{
+	size_t len = 1 << 18, off = 0, got = 0, n, room, msgs = 0;
+	char *data = malloc(len), *out = malloc(len);
+	struct output *o;
+	int sv[2];
+
+	(void)state;
+	assert_non_null(data);
+	assert_non_null(out);
+	for (size_t i = 0; i < len; i++)
+		data[i] = (char)('a' + next_rand() % 26);
+	for (size_t i = 0; i < len; i += 1 + next_rand() % 40)
+		data[i] = '\n';
+	data[len - 1] = '\n';
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_int_equal(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);
+	o = output_new(sv[1], CAP);
+	assert_non_null(o);
+	output_set_line_wait(o, 64);
+	while (off < len || output_pending(o)) {
+		room = output_room(o);
+		if (off < len && room > 0) {
+			n = 1 + next_rand() % 3000;
+			n = n > room ? room : n;
+			n = n > len - off ? len - off : n;
+			assert_int_equal(output_push(o, data + off, n), 0);
+			off += n;
+		}
+		if (next_rand() % 4 == 0 || room == 0 || off == len) {
+			msgs += recv_lines(sv[0], out, &got, len);
+			assert_true(output_flush(o) >= 0);
+		}
+	}
+	msgs += recv_lines(sv[0], out, &got, len);
+	assert_int_equal(got, len);
+	assert_memory_equal(out, data, len);
+	assert_true(msgs > 10);
+	output_free(o);
+	close(sv[0]);
+	close(sv[1]);
+	free(data);
+	free(out);
+}
+
+/* Byte-exact through a slow reader while waiting for lines' ends. */
+static void
+test_line_wait_random(void **state)
+{
+	struct fx *f = *state;
+	size_t len = 1 << 19;
+	char *data = random_bytes(len);
+
+	for (size_t i = 0; i < len; i += 1 + next_rand() % 200)
+		data[i] = '\n';
+	output_set_line_wait(f->o, 64);
+	pump(f, data, len);
+	assert_int_equal(f->got_len, len);
+	assert_memory_equal(f->got, data, len);
+	assert_int_equal(output_written(f->o), len);
+	free(data);
+}
+
 int
 main(void)
 {
@@ -671,6 +849,11 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_hold_ends_a_line_begun, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hold_flush_long_line, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hold_prefix, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_line_wait, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_line_wait_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_line_wait_prefix, setup, teardown),
+		cmocka_unit_test(test_line_wait_writes_whole_lines),
+		cmocka_unit_test_setup_teardown(test_line_wait_random, setup, teardown),
 	};
 
 	/* A reader that went away must show up as EPIPE, not kill us. */
