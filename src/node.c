@@ -467,8 +467,10 @@ close_child_fd(struct node *n, int fd)
 	loop_del_fd(n->loop, fd);
 	loop_del_timer(n->loop, s->gather);
 	s->gather = NULL;
+	/* no line's end will come: everything goes, held or begun (before
+	 * release(), which would give a line begun a wait) */
+	line_goes(n, s, s == &n->sout ? n->out : n->err);
 	release(n, s);
-	line_goes(n, s, s == &n->sout ? n->out : n->err);  /* no end will come */
 	child_close_fd(n->child, fd);
 	if (fd == n->cerr) {
 		n->cerr = -1;
