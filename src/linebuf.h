@@ -12,7 +12,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <string.h>
 
 struct linebuf;
 
@@ -32,70 +31,44 @@ void linebuf_feed(struct linebuf *lb, const char *data, size_t len,
                   linebuf_line_fn *fn, void *arg);
 
 /*
- * linebuf_feed(), but a whole line is handed out only when WANT(line,
- * len) is true; the others are counted all the same.  Lines cut for their
- * length, and lines completed from a partial one kept across feeds, are
- * handed out whatever WANT says.  Inline, so that a WANT that is itself
- * an inline function is compiled into the loop: for a caller that wants
- * the few lines of a known shape (timing lines), each other line then
- * costs about what finding its newline does.
+ * linebuf_feed() for a caller that wants only the lines that hold MARK
+ * (MARKLEN > 0 bytes, no '\n' in it): every line that holds it is handed
+ * out (cut, if longer than the cap), and perhaps a few others (a line
+ * completed across feeds, a line cut before its newline came); the other
+ * lines are passed over, neither split nor counted.  As GNU grep does,
+ * MARK is searched for through the whole of DATA rather than line by
+ * line, and a line's bounds are found only around a match: for the few
+ * lines of a known shape in a training's output (timing lines), every
+ * other line costs less than finding its newline would.
  */
-static inline void linebuf_feed_if(struct linebuf *lb, const char *data, size_t len,
-                                   bool (*want)(const char *line, size_t len),
-                                   linebuf_line_fn *fn, void *arg);
-
+void linebuf_feed_marked(struct linebuf *lb, const char *data, size_t len, const char *mark,
+                         size_t marklen, linebuf_line_fn *fn, void *arg);
 /*
  * At EOF: hand out the unterminated last line, if any.  LB then starts
  * afresh, as if new (the counts go on).  FN must not feed or flush LB.
  */
 void linebuf_flush(struct linebuf *lb, linebuf_line_fn *fn, void *arg);
 
-/* Lines seen (handed out, or passed over by linebuf_feed_if()), and how many were truncated. */
+/* Lines handed out (all of them, but for linebuf_feed_marked()), and how many were cut. */
 size_t linebuf_lines(const struct linebuf *lb);
 size_t linebuf_truncated(const struct linebuf *lb);
 
-/* ---- the parts of linebuf_feed_if(), for its inline loop only ------------- */
-
-/* The longest line kept whole. */
-size_t linebuf_cap(const struct linebuf *lb);
-
 /*
- * Finish what an earlier feed left pending (a partial line, or the rest
- * of a cut one) from DATA[0..LEN): returns the bytes used.
+ * How linebuf_feed_marked() searches: the best the processor has
+ * (LINEBUF_FIND_BEST), or one way by name, for the tests and benchmarks.
+ * A way the processor lacks falls back to the next below it (AVX2 to
+ * SSE2), one the build lacks to memmem().
  */
-size_t linebuf_resume(struct linebuf *lb, const char *data, size_t len,
-                      linebuf_line_fn *fn, void *arg);
+enum linebuf_find {
+	LINEBUF_FIND_BEST,
+	LINEBUF_FIND_MEMMEM,
+	LINEBUF_FIND_VECTOR,    /* the compiler's generic vectors (GCC, clang) */
+	LINEBUF_FIND_SSE2,      /* x86-64 */
+	LINEBUF_FIND_AVX2,      /* x86-64, where the processor has it */
+};
 
-/*
- * After the whole lines: count LINES of them (CUT of them cut), and keep
- * REST[0..LEN) (no newline in it) as the next line's start, or hand it
- * out cut.
- */
-void linebuf_keep(struct linebuf *lb, const char *rest, size_t len, size_t lines, size_t cut,
-                  linebuf_line_fn *fn, void *arg);
-
-static inline void
-linebuf_feed_if(struct linebuf *lb, const char *data, size_t len,
-                bool (*want)(const char *line, size_t len), linebuf_line_fn *fn, void *arg)
-{
-	const char *p = data + linebuf_resume(lb, data, len, fn, arg), *end = data + len, *nl;
-	size_t cap = linebuf_cap(lb), lines = 0, cut = 0;
-
-	/* Whole lines in the caller's bytes, handed out with no copy: the
-	 * loop every byte of a training's output goes through. */
-	while (p < end && (nl = (const char *)memchr(p, '\n', (size_t)(end - p))) != NULL) {
-		size_t n = (size_t)(nl - p);
-
-		if (n > cap) {
-			cut++;
-			fn(p, cap, true, arg);
-		} else if (want(p, n)) {
-			fn(p, n, false, arg);
-		}
-		lines++;
-		p = nl + 1;
-	}
-	linebuf_keep(lb, p, (size_t)(end - p), lines, cut, fn, arg);
-}
+/* The first MARK[0..MARKLEN) in DATA[0..LEN), or NULL. */
+const char *linebuf_find(const char *data, size_t len, const char *mark, size_t marklen,
+                         enum linebuf_find how);
 
 #endif

@@ -286,17 +286,16 @@ out_line(const char *line, size_t len, bool truncated, void *arg)
 	if (n->ckpt_sent && !n->verdict_given)
 		(void)ckpt_confirm_line(n->confirm, line, len);
 	/* Only the lines that end like a timing line go on: the test is
-	 * inline, and most lines stop here (the scan keeps pace with the
-	 * output). */
+	 * inline, and the lines handed out while a checkpoint is confirmed
+	 * (all of them) mostly stop here. */
 	if (n->ops.line && progress_tail(line, len))
 		n->ops.line(n->ops.arg, line, len);
 }
 
 /*
  * A copy of what the training wrote, line by line: only the lines that
- * may be timing lines are handed out (the others cost about what finding
- * their newline does), every line while a checkpoint's evidence may be
- * in any of them.
+ * hold a timing line's mark are handed out (the others are not even
+ * split), every line while a checkpoint's evidence may be in any of them.
  */
 static void
 scan(struct node *n, struct linebuf *lb, const char *buf, size_t len)
@@ -304,7 +303,7 @@ scan(struct node *n, struct linebuf *lb, const char *buf, size_t len)
 	if (n->ckpt_sent && !n->verdict_given)
 		linebuf_feed(lb, buf, len, out_line, n);
 	else
-		linebuf_feed_if(lb, buf, len, progress_maybe, out_line, n);
+		linebuf_feed_marked(lb, buf, len, PROGRESS_MARK, PROGRESS_MARK_LEN, out_line, n);
 }
 
 static void maybe_done(struct node *n);

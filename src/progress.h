@@ -33,6 +33,15 @@ struct progress_line {
  */
 bool progress_parse(const char *line, size_t len, struct progress_line *out);
 
+/*
+ * Bytes every timing line holds, whatever its prefix and numbers: a part
+ * of the fixed text between the two numbers, chosen to begin with two
+ * bytes that seldom come together in a log.  A line without them is not
+ * a timing line (linebuf_feed_marked() looks for them).
+ */
+#define PROGRESS_MARK "e2e time is "
+#define PROGRESS_MARK_LEN (sizeof(PROGRESS_MARK) - 1)
+
 /* The shortest timing line: the fixed texts around two one-digit numbers. */
 #define PROGRESS_SHORTEST (sizeof("this iteration hardware time is 1 and e2e time is 1 ms") - 1)
 
@@ -78,13 +87,6 @@ progress_tail(const char *line, size_t len)
 	    ((end[-3] ^ ' ') | (end[-2] ^ 'm') | (end[-1] ^ 's')) != 0)
 		return NULL;
 	return end - 3;
-}
-
-/* Whether LINE[0..LEN) ends like a timing line (for linebuf_feed_if()). */
-static inline bool
-progress_maybe(const char *line, size_t len)
-{
-	return progress_tail(line, len) != NULL;
 }
 
 #endif

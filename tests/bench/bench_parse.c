@@ -3,16 +3,17 @@
  * splitting the same bytes into lines with memchr() alone (the least the
  * agent does with a training's output), measured in the same run; and of
  * the agent's whole path for a training's stdout, as node.c runs it: the
- * bytes in reads of 64 KiB through linebuf_feed_if() with the inline tail
- * test (progress_maybe(): lines that cannot be timing lines end there),
- * the others through progress_parse() and into the node's iterations
+ * bytes in reads of 64 KiB through linebuf_feed_marked() (only the lines
+ * that hold a timing line's mark come out of it) and the inline tail test
+ * (progress_tail()), the others through progress_parse() and into the node's iterations
  * (perf_node_add(), forgotten as reductions would), against memchr()
  * splitting of the same reads.
  *
  * The input is generated in memory: about BENCH_MB (default 200) MB of
  * what a training prints -- logger lines behind torchrun's prefix, NCCL
  * and Python warnings, progress bars with UTF-8 blocks, an occasional
- * tensor dumped on one long line, and one timing line in 20.  Each figure
+ * tensor dumped on one long line, and one timing line in 20 (BENCH_TIMING_PCT
+ * per cent of the lines, 0-99; default 5).  Each figure
  * is the median of REPS (default 5) runs, the two interleaved.
  *
  * Output: parse: <MB/s> vs memchr split <MB/s>: ratio X (goal >= 0.9)
@@ -90,6 +91,9 @@ add_tensor(struct text *t)
 	add(t, "]], device='cuda:3')\n", 21);
 }
 
+/* Timing lines per 200 lines (BENCH_TIMING_PCT, default 5 %). */
+static unsigned timing_per_200 = 10;
+
 static void
 generate(struct text *t, size_t want)
 {
@@ -115,14 +119,14 @@ generate(struct text *t, size_t want)
 		unsigned rank = rnd(8);
 		unsigned kind = rnd(200);
 
-		if (kind < 10) {
+		if (kind < timing_per_200) {
 			n = snprintf(line, sizeof(line),
 			             "[default%u]:this iteration hardware time is %u.%03u "
 			             "and e2e time is %u.%09u ms.",
 			             rank, 2000 + rnd(400), rnd(1000), 3000 + rnd(600),
 			             rnd(1000000000));
 			t->timing++;
-		} else if (kind < 110) {
+		} else if ((kind = 10 + (kind - timing_per_200) * 190 / (200 - timing_per_200)) < 110) {
 			n = snprintf(line, sizeof(line),
 			             "[default%u]:2026-11-20 12:%02u:%02u,%03u - INFO - "
 			             "trainer.py:%u - step %u/100000 | loss %u.%04u | "
@@ -244,7 +248,8 @@ agent_path(const struct text *t)
 	for (size_t off = 0; off < t->len; off += READ_SIZE) {
 		size_t n = t->len - off < READ_SIZE ? t->len - off : READ_SIZE;
 
-		linebuf_feed_if(lb, t->buf + off, n, progress_maybe, path_line, &pa);
+		linebuf_feed_marked(lb, t->buf + off, n, PROGRESS_MARK, PROGRESS_MARK_LEN,
+		                    path_line, &pa);
 		/* a reduction now and then: what is reported is forgotten */
 		if ((off / READ_SIZE) % 64 == 0)
 			perf_node_forget(pa.node, perf_node_done(pa.node));
@@ -316,9 +321,11 @@ main(void)
 	int reps = (int)env_long("REPS", 5, 1, MAX_REPS);
 	double ts[MAX_REPS], tp[MAX_REPS], tr[MAX_REPS], tq[MAX_REPS], t0, split_mbs, parse_mbs;
 	const char *only = getenv("BENCH_ONLY");
+	long pct = env_long("BENCH_TIMING_PCT", 5, 0, 99);
 	struct text t = { 0 };
 	struct tally a, b = { 0 }, c = { 0 };
 
+	timing_per_200 = (unsigned)pct * 2;
 	generate(&t, (size_t)mb * 1000000);
 	if (only && *only) {
 		/* one pass alone, for an instruction count */
@@ -353,7 +360,7 @@ main(void)
 		tq[i] = now_s() - t0;
 	}
 	if (b.timing != t.timing || a.lines != b.lines || c.timing != t.timing ||
-	    c.lines != a.lines) {
+	    c.e2e != b.e2e) {
 		fprintf(stderr, "bench_parse: %zu and %zu timing lines found, %zu written\n",
 		        b.timing, c.timing, t.timing);
 		free(t.buf);

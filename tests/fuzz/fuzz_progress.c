@@ -7,7 +7,8 @@
  * success breaks the contract of progress.h: a time that is not finite,
  * a negative hardware time, an e2e time that is not positive, a key
  * without its NUL or with bytes no launcher tag yields, a line that does
- * not hold the fixed text, or a second parse that disagrees.
+ * not hold the fixed text or PROGRESS_MARK (the agent hands the parser
+ * only the lines that hold it), or a second parse that disagrees.
  */
 #include "autoconf.h"
 
@@ -47,7 +48,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    !(l.e2e_ms > 0.0))
 		abort();
 	check_key(l.key, sizeof(l.key));
-	if (!memmem(data, size, head, sizeof(head) - 1))
+	if (!memmem(data, size, head, sizeof(head) - 1) ||
+	    !memmem(data, size, PROGRESS_MARK, PROGRESS_MARK_LEN))
 		abort();
 	memset(&again, 0, sizeof(again));
 	if (!progress_parse((const char *)data, size, &again) ||

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -392,13 +393,53 @@ test_huge_line(void **state)
 	linebuf_free(lb);
 }
 
-/* ---- linebuf_feed_if() ------------------------------------------------ */
+/* ---- linebuf_find() and linebuf_feed_marked() ----------------------------------- */
 
-/* The lines a caller wants: those that start with 'a'. */
-static bool
-starts_with_a(const char *line, size_t len)
+static const enum linebuf_find ways[] = {
+	LINEBUF_FIND_BEST, LINEBUF_FIND_MEMMEM, LINEBUF_FIND_VECTOR,
+	LINEBUF_FIND_SSE2, LINEBUF_FIND_AVX2,
+};
+
+/* Every way finds what memmem() finds, in every buffer length up to 300,
+ * the mark planted at every offset among decoys of its first bytes. */
+static void
+test_find(void **state)
 {
-	return len > 0 && line[0] == 'a';
+	static const char *const marks[] = { "e2e time is ", "e2", "e2e", "x", "\0\xff\0" };
+	static const size_t lens[] = { 12, 2, 3, 1, 3 };
+	char buf[300];
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(marks) / sizeof(marks[0]); k++) {
+		const char *mark = marks[k];
+		size_t n = lens[k];
+
+		for (size_t len = 0; len <= sizeof(buf); len++) {
+			for (size_t t = 0; t < 2 * (len + 1); t++) {
+				/* with decoys and without: the mark's first bytes every
+				 * 7 bytes, and the mark less its last byte */
+				size_t at = t / 2;
+				bool decoys = t % 2 == 1;
+
+				for (size_t i = 0; i < len; i++)
+					buf[i] = !decoys ? 'a' : i % 7 == 0 ? mark[0] :
+					         i % 7 == 1 ? mark[1 % n] : 'a';
+				if (decoys && len >= n + 1)
+					memcpy(buf + (at * 5) % (len - n + 1), mark, n - 1);
+				if (at + n <= len)
+					memcpy(buf + at, mark, n);
+				for (size_t w = 0; w < sizeof(ways) / sizeof(ways[0]); w++) {
+					const char *want = len >= n ? memmem(buf, len, mark, n) : NULL;
+					const char *got = linebuf_find(buf, len, mark, n, ways[w]);
+
+					if (got != want)
+						fail_msg("mark %zu, length %zu, at %zu, way %d: %ld, expected %ld",
+						         k, len, at, (int)ways[w], got ? (long)(got - buf) : -1L,
+						         want ? (long)(want - buf) : -1L);
+				}
+			}
+		}
+	}
 }
 
 static bool
@@ -408,99 +449,141 @@ same_line(const struct line *a, const struct line *b)
 	       (a->len == 0 || memcmp(a->data, b->data, a->len) == 0);
 }
 
-/*
- * GOT is WANT with some lines left out, in order, and none of those left
- * out was wanted or cut: a line may be handed out although not wanted
- * (completed across feeds), never the other way round.
- */
-static void
-assert_filtered(const struct lines *got, const struct lines *want)
+static bool
+holds(const struct line *l, const char *mark, size_t n)
 {
-	size_t j = 0;
-
-	for (size_t i = 0; i < got->n; i++, j++) {
-		while (j < want->n && !same_line(&got->v[i], &want->v[j])) {
-			assert_false(want->v[j].truncated);
-			assert_false(starts_with_a(want->v[j].data, want->v[j].len));
-			j++;
-		}
-		assert_true(j < want->n);
-	}
-	for (; j < want->n; j++) {
-		assert_false(want->v[j].truncated);
-		assert_false(starts_with_a(want->v[j].data, want->v[j].len));
-	}
+	return l->len >= n && memmem(l->data, l->len, mark, n) != NULL;
 }
 
-/* Every chunk size: lines wanted or cut are handed out, and every line is counted. */
+/*
+ * GOT is WANT with some lines left out, in order, and none of those left
+ * out held MARK (FULL: the lines uncut): a line may be handed out although
+ * it does not hold it, never the other way round.  Lines cut to the same
+ * bytes look alike, so every way of matching them is tried: ok[i][j],
+ * whether GOT from i on is WANT from j on so.
+ */
 static void
-check_filtered_splits(const char *text, size_t len, size_t cap)
+assert_marked(const struct lines *got, const struct lines *want, const struct lines *full,
+              const char *mark, size_t n)
 {
-	struct lines want = { 0 };
+	size_t w = want->n + 1;
+	bool *ok = calloc((got->n + 1) * w, sizeof(*ok));
+
+	assert_non_null(ok);
+	ok[got->n * w + want->n] = true;
+	for (size_t j = want->n; j-- > 0;) {
+		for (size_t i = got->n + 1; i-- > 0;) {
+			bool skip = !holds(&full->v[j], mark, n) && ok[i * w + j + 1];
+			bool take = i < got->n && same_line(&got->v[i], &want->v[j]) &&
+			            ok[(i + 1) * w + j + 1];
+
+			ok[i * w + j] = skip || take;
+		}
+	}
+	assert_true(ok[0]);
+	free(ok);
+}
+
+/* Every chunk size, every way: the lines that hold MARK are handed out, and counted. */
+static void
+check_marked_splits(const char *text, size_t len, size_t cap, const char *mark, size_t n)
+{
+	struct lines want = { 0 }, full = { 0 };
 
 	reference_split(text, len, cap, &want);
+	reference_split(text, len, len + 1, &full);
+	assert_int_equal(want.n, full.n);
 	for (size_t k = 1; k <= len + 1; k++) {
 		struct lines got = { 0 };
 		struct linebuf *lb = linebuf_new(cap);
 
 		assert_non_null(lb);
 		for (size_t at = 0; at < len; at += k)
-			linebuf_feed_if(lb, text + at, len - at < k ? len - at : k, starts_with_a,
-			                on_line, &got);
+			linebuf_feed_marked(lb, text + at, len - at < k ? len - at : k, mark, n,
+			                    on_line, &got);
 		linebuf_flush(lb, on_line, &got);
-		assert_filtered(&got, &want);
-		assert_int_equal(linebuf_lines(lb), want.n);
-		assert_int_equal(linebuf_truncated(lb), count_truncated(&want));
+		assert_marked(&got, &want, &full, mark, n);
+		assert_int_equal(linebuf_lines(lb), got.n);
+		assert_int_equal(linebuf_truncated(lb), count_truncated(&got));
 		linebuf_free(lb);
 		lines_clear(&got);
 		free(got.v);
 	}
 	lines_clear(&want);
 	free(want.v);
+	lines_clear(&full);
+	free(full.v);
 }
 
 static void
-test_feed_if_splits(void **state)
+test_marked_splits(void **state)
 {
 	static const struct {
 		const char *text;
 		size_t len;
 	} texts[] = {
 		{ TEXT("alpha\nbeta\n\n\nagamma\nb") },
-		{ TEXT("a\nb\na\nb\nabcdefghijklmnopqrstuvwxyz\nbcdefghijklmnopqrstuvwxyz\nax") },
-		{ TEXT("\n\n\na") },
-		{ TEXT("a\0b\n\xff\xfe\r\na\0\0\0\0\0\0\0\0\n\x80") },
+		{ TEXT("xmk\nb\nmk\nmmk\nabcdefghijklmnopqrstuvwxyzmk\nbcdefghijklmnopqrstuvwxyz\nmkx") },
+		{ TEXT("\n\n\nmk") },
+		{ TEXT("a\0b\n\xff\xfe\r\nmk\0\0\0\0\0\0\0\0\n\x80") },
 	};
 	static const size_t caps[] = { 1, 3, 8, 64 };
+	char big[700];
+	size_t len = 0;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
 		for (size_t j = 0; j < sizeof(caps) / sizeof(caps[0]); j++)
-			check_filtered_splits(texts[i].text, texts[i].len, caps[j]);
+			check_marked_splits(texts[i].text, texts[i].len, caps[j], "mk", 2);
+	/* Lines long enough for the block search, marks across its blocks of
+	 * 64, decoys ("m" alone, "mk" cut by a newline), a line that is only
+	 * the mark, and one that holds it twice. */
+	for (size_t line = 0; len + 80 < sizeof(big); line++) {
+		size_t n = (line * 37) % 75, mk = line % 3 == 0 ? (line * 11) % (n + 1) : SIZE_MAX;
+
+		for (size_t i = 0; i < n; i++)
+			big[len + i] = i % 5 == 0 ? 'm' : (char)('a' + (i + line) % 7);
+		if (mk != SIZE_MAX && mk + 2 <= n)
+			memcpy(big + len + mk, "mk", 2);
+		if (line == 4 && n >= 6)
+			memcpy(big + len + n - 6, "mk..mk", 6);
+		len += n;
+		big[len++] = line == 7 ? 'm' : '\n';
+		if (line == 7)
+			big[len++] = '\n', big[len++] = 'k';
+	}
+	memcpy(big + len, "mk\n", 3);
+	len += 3;
+	for (size_t j = 0; j < sizeof(caps) / sizeof(caps[0]); j++)
+		check_marked_splits(big, len, caps[j], "mk", 2);
+	check_marked_splits(big, len, 4096, "mka", 3);
 }
 
-/* Whole lines in one feed: exactly the wanted ones and the cut ones. */
+/* Whole lines in one feed: exactly those that hold the mark, cut or not. */
 static void
-test_feed_if_whole(void **state)
+test_marked_whole(void **state)
 {
 	struct lines *ls = *state;
 	struct linebuf *lb = linebuf_new(8);
 
 	assert_non_null(lb);
-	linebuf_feed_if(lb, TEXT("apple\nbanana\nartichoke-long\nbeetroot-long\n\nand\nbe"),
-	                starts_with_a, on_line, ls);
-	assert_int_equal(ls->n, 4);
-	ASSERT_LINE(ls, 0, "apple", false);
+	linebuf_feed_marked(lb, TEXT("amk\nbanana\nartichoke-mk\nbeetroot-long\n\nmk\nbe"),
+	                    "mk", 2, on_line, ls);
+	assert_int_equal(ls->n, 3);
+	ASSERT_LINE(ls, 0, "amk", false);
 	ASSERT_LINE(ls, 1, "artichok", true);
-	ASSERT_LINE(ls, 2, "beetroot", true);
-	ASSERT_LINE(ls, 3, "and", false);
-	assert_int_equal(linebuf_lines(lb), 6);
-	assert_int_equal(linebuf_truncated(lb), 2);
+	ASSERT_LINE(ls, 2, "mk", false);
+	assert_int_equal(linebuf_lines(lb), 3);
+	assert_int_equal(linebuf_truncated(lb), 1);
 	/* the partial "be", completed by the next feed, is handed out */
-	linebuf_feed_if(lb, TEXT("et\nbx\n"), starts_with_a, on_line, ls);
+	linebuf_feed_marked(lb, TEXT("et\nbx\nm"), "mk", 2, on_line, ls);
+	assert_int_equal(ls->n, 4);
+	ASSERT_LINE(ls, 3, "beet", false);
+	/* and "m", completed to a mark across feeds */
+	linebuf_feed_marked(lb, TEXT("k\n"), "mk", 2, on_line, ls);
 	assert_int_equal(ls->n, 5);
-	ASSERT_LINE(ls, 4, "beet", false);
-	assert_int_equal(linebuf_lines(lb), 8);
+	ASSERT_LINE(ls, 4, "mk", false);
+	assert_int_equal(linebuf_lines(lb), 5);
 	linebuf_free(lb);
 }
 
@@ -529,8 +612,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_crlf_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_binary_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_huge_line, setup, teardown),
-		cmocka_unit_test(test_feed_if_splits),
-		cmocka_unit_test_setup_teardown(test_feed_if_whole, setup, teardown),
+		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_marked_splits),
+		cmocka_unit_test_setup_teardown(test_marked_whole, setup, teardown),
 		cmocka_unit_test(test_new_rejects_zero_cap),
 	};
 

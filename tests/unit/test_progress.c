@@ -27,6 +27,8 @@ parse_ok_n(const char *s, size_t len)
 	if (!progress_parse(s, len, &l))
 		fail_msg("not parsed: \"%.*s\"", (int)(len < 200 ? len : 200), s);
 	assert_non_null(memchr(l.key, '\0', sizeof(l.key)));
+	/* the agent hands the parser only the lines that hold the mark */
+	assert_non_null(memmem(s, len, PROGRESS_MARK, PROGRESS_MARK_LEN));
 	return l;
 }
 
@@ -353,7 +355,6 @@ assert_tail(const char *line, long at)
 	}
 	if (ms != line + at)
 		fail_msg("\"%s\": tail at %ld, expected %ld", line, ms ? (long)(ms - line) : -1L, at);
-	assert_true(progress_maybe(line, strlen(line)));
 }
 
 static void
