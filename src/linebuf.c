@@ -6,7 +6,9 @@
  * for the caller to strip or keep).  A job that prints a progress bar
  * with '\r' and never a newline, or dumps a tensor on one line, must not
  * make the agent buffer it whole: past the cap a line is handed out cut,
- * and the rest of it is skipped.
+ * and the rest of it is skipped.  A caller that wants only the lines
+ * holding a mark (timing lines) has the mark searched for instead, with
+ * vector compares, and no other line split at all.
  */
 #include "autoconf.h"
 

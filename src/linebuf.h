@@ -3,8 +3,8 @@
  *
  * Keeps a partial line across feeds, hands out complete lines, flushes an
  * unterminated last line at EOF, and cuts lines longer than the cap (the
- * rest of such a line is skipped up to its newline, and counted).  It
- * performs no I/O and never changes what is passed through: it only sees
+ * rest of such a line is skipped up to its newline, and counted); or
+ * hands out only the lines that hold a mark.  It performs no I/O and never changes what is passed through: it only sees
  * a copy.
  */
 #ifndef VIGIL_LINEBUF_H
