@@ -3,7 +3,7 @@
 # unit and integration tests (mpirun with several ranks), make distcheck,
 # the unit tests again under AddressSanitizer/UBSan and under valgrind, and
 # a short fuzzing run of the parsers of untrusted input (configuration,
-# progress lines, event logs, messages).  Fails if any test was
+# progress lines, event logs, messages) and of the line buffer.  Fails if any test was
 # skipped: everything here is something vigil relies on.
 #
 # Usage: tests/run-all.sh            (from a source checkout)

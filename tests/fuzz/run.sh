@@ -39,6 +39,16 @@ cp "$seeds"/* "$work/corpus/"
 # Words of the input's language, so that mutations keep producing inputs
 # the parser walks far into: the configuration's keys, or the event log's.
 case $(basename "$fuzzer") in
+fuzz_linebuf)
+	cat > "$work/fuzz.dict" <<'DICT'
+"e2e time is "
+"this iteration hardware time is 1 and e2e time is 2 ms."
+"e2"
+"aaa"
+"\x0a"
+"\x0d"
+DICT
+	;;
 fuzz_msg)
 	cat > "$work/fuzz.dict" <<'DICT'
 "\"go\""
