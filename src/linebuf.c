@@ -128,15 +128,15 @@ linebuf_feed(struct linebuf *lb, const char *data, size_t len, linebuf_line_fn *
 /* ---- finding a mark ------------------------------------------------------------- */
 
 /*
- * 64 places at a time are tested for MARK's first two bytes at once (two
- * compares of unaligned loads), and only where both match are the others
- * compared: a log seldom holds MARK's first two bytes together, so nearly
- * every 64 bytes cost a few instructions and one branch that is not
- * taken.  With AVX2 or SSE2 on x86-64 (SSE2 is in every one), elsewhere
- * with the compiler's generic vectors (NEON on ARM).  Each leaves the
- * last bytes, where 64 places and MARK no longer fit, to memmem(), which
- * alone is slower than finding every newline.  The caller guarantees
- * MARKLEN >= 2.
+ * 64 places at a time (128 with AVX2) are tested for MARK's first two
+ * bytes at once (two compares of unaligned loads), and only where both
+ * match are the others compared: a log seldom holds MARK's first two bytes
+ * together, so nearly every block costs a few instructions and one branch
+ * that is not taken.  With AVX2 or SSE2 on x86-64 (SSE2 is in every one),
+ * elsewhere with the compiler's generic vectors (NEON on ARM).  Each
+ * leaves the last bytes, where a block and MARK no longer fit, to
+ * memmem(), which alone is slower than finding every newline.  The caller
+ * guarantees MARKLEN >= 2.
  */
 #if defined(__GNUC__)
 static const char *
@@ -234,15 +234,21 @@ find_avx2(const char **pp, const char *end, const char *mark, size_t n)
 	const __m256i c0 = _mm256_set1_epi8(mark[0]), c1 = _mm256_set1_epi8(mark[1]);
 	const char *p = *pp, *at;
 
-	for (; (size_t)(end - p) >= n + 64; p += 64) {
-		__m256i a = pair32(p, c0, c1), b = pair32(p + 32, c0, c1), ab = _mm256_or_si256(a, b);
+	for (; (size_t)(end - p) >= n + 128; p += 128) {
+		__m256i a = pair32(p, c0, c1), b = pair32(p + 32, c0, c1);
+		__m256i c = pair32(p + 64, c0, c1), d = pair32(p + 96, c0, c1);
+		__m256i any = _mm256_or_si256(_mm256_or_si256(a, b), _mm256_or_si256(c, d));
 		uint64_t m;
 
-		if (_mm256_testz_si256(ab, ab))
+		if (_mm256_testz_si256(any, any))
 			continue;
 		m = (uint64_t)(uint32_t)_mm256_movemask_epi8(a) |
 		    (uint64_t)(uint32_t)_mm256_movemask_epi8(b) << 32;
 		if ((at = match_in(p, m, mark, n)) != NULL)
+			return at;
+		m = (uint64_t)(uint32_t)_mm256_movemask_epi8(c) |
+		    (uint64_t)(uint32_t)_mm256_movemask_epi8(d) << 32;
+		if ((at = match_in(p + 64, m, mark, n)) != NULL)
 			return at;
 	}
 	*pp = p;

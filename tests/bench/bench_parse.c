@@ -5,15 +5,15 @@
  * the agent's whole path for a training's stdout, as node.c runs it: the
  * bytes in reads of 64 KiB through linebuf_feed_marked() (only the lines
  * that hold a timing line's mark come out of it) and the inline tail test
- * (progress_tail()), the others through progress_parse() and into the node's iterations
- * (perf_node_add(), forgotten as reductions would), against memchr()
- * splitting of the same reads.
+ * (progress_tail()), the others through progress_parse() and into the
+ * node's iterations (perf_node_add(), forgotten as reductions would),
+ * against memchr() splitting of the same reads.
  *
  * The input is generated in memory: about BENCH_MB (default 200) MB of
  * what a training prints -- logger lines behind torchrun's prefix, NCCL
  * and Python warnings, progress bars with UTF-8 blocks, an occasional
- * tensor dumped on one long line, and one timing line in 20 (BENCH_TIMING_PCT
- * per cent of the lines, 0-99; default 5).  Each figure
+ * tensor dumped on one long line, and one timing line in 20
+ * (BENCH_TIMING_PCT per cent of the lines, 0-99; default 5).  Each figure
  * is the median of REPS (default 5) runs, the two interleaved.
  *
  * Output: parse: <MB/s> vs memchr split <MB/s>: ratio X (goal >= 0.9)
@@ -254,6 +254,8 @@ agent_path(const struct text *t)
 		if ((off / READ_SIZE) % 64 == 0)
 			perf_node_forget(pa.node, perf_node_done(pa.node));
 	}
+	/* the lines it passed over are not counted: its timing lines and
+	 * their times are what is compared */
 	pa.s.lines = linebuf_lines(lb);
 	linebuf_free(lb);
 	perf_node_free(pa.node);
