@@ -258,7 +258,7 @@ find_avx2(const char **pp, const char *end, const char *mark, size_t n)
 
 const char *
 linebuf_find(const char *data, size_t len, const char *mark, size_t marklen,
-             enum linebuf_find how)
+             enum linebuf_way how)
 {
 	const char *p = data, *end = data + len, *at = NULL;
 

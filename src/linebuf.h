@@ -59,7 +59,7 @@ size_t linebuf_truncated(const struct linebuf *lb);
  * A way the processor lacks falls back to the next below it (AVX2 to
  * SSE2), one the build lacks to memmem().
  */
-enum linebuf_find {
+enum linebuf_way {
 	LINEBUF_FIND_BEST,
 	LINEBUF_FIND_MEMMEM,
 	LINEBUF_FIND_VECTOR,    /* the compiler's generic vectors (GCC, clang) */
@@ -69,6 +69,6 @@ enum linebuf_find {
 
 /* The first MARK[0..MARKLEN) in DATA[0..LEN), or NULL. */
 const char *linebuf_find(const char *data, size_t len, const char *mark, size_t marklen,
-                         enum linebuf_find how);
+                         enum linebuf_way how);
 
 #endif

@@ -78,7 +78,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const marks[] = { "e2e time is ", "e2", "aaa", "\r" };
 	static const size_t caps[] = { 4096, 1, 7, 64 };
-	static const enum linebuf_find ways[] = {
+	static const enum linebuf_way ways[] = {
 		LINEBUF_FIND_BEST, LINEBUF_FIND_MEMMEM, LINEBUF_FIND_VECTOR,
 		LINEBUF_FIND_SSE2, LINEBUF_FIND_AVX2,
 	};

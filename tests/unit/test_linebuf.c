@@ -395,7 +395,7 @@ test_huge_line(void **state)
 
 /* ---- linebuf_find() and linebuf_feed_marked() ----------------------------------- */
 
-static const enum linebuf_find ways[] = {
+static const enum linebuf_way ways[] = {
 	LINEBUF_FIND_BEST, LINEBUF_FIND_MEMMEM, LINEBUF_FIND_VECTOR,
 	LINEBUF_FIND_SSE2, LINEBUF_FIND_AVX2,
 };
