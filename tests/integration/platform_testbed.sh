@@ -36,7 +36,8 @@ trap cleanup_platform EXIT
 
 # vigil run on the 3 nodes; tb_mpirun bounds mpirun (timeout -k, and
 # mpirun-bounded's SIGKILL), so a deadlocked one cannot hang the test
-run3() { tb_mpirun -np 3 "$VIGIL" run --heartbeat 0.5 --heartbeat-timeout 3 "$@"; }
+beat=(--heartbeat 0.5 --heartbeat-timeout 3)  # vigil's own options
+run3() { tb_mpirun -np 3 "$VIGIL" run "${beat[@]}" "$@"; }
 
 # A dataset of 3.2 MiB: a large file, small ones, a subdirectory, a link.
 SRC=$SCRATCH/data

@@ -170,7 +170,8 @@ clean_bed "coordinator killed"
 # (odls_base_sigkill_timeout is Open MPI's TERM-to-KILL delay for the
 # agents; mpirun itself runs as every tb_mpirun does, under timeout -k and
 # mpirun-bounded, so a deadlocked one is killed)
-MPIRUN_OPTS="--mca odls_base_sigkill_timeout 10" start_case teardown
+sigkill_after="--mca odls_base_sigkill_timeout 10"  # Open MPI's delay for the agents
+MPIRUN_OPTS=$sigkill_after start_case teardown
 kill -KILL "$(pid_in n3 vigil)"
 end_job 40
 expect_eq "teardown: n1 and n2 saved once" "1 1" "$(saved n1) $(saved n2)"
