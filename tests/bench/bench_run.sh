@@ -18,7 +18,11 @@
 #                  goal >= 0.9.  For reference, the same path with `cat`
 #                  doing the agent's job (one relay hop, the training on a
 #                  pipe): T | cat | cat, sh -c 'T | cat', mpirun -np 2 sh
-#                  -c 'T | cat'.  Through a pty the training line-buffers
+#                  -c 'T | cat'.  Line by line, also what the agent adds
+#                  per line, in us; and under mpirun a second line with
+#                  VIGIL_PTY=0 (mpirun gives each rank's stdout a pty, so
+#                  the agent gives the training one too: that row takes
+#                  the training off it).  Through a pty the training line-buffers
 #                  (what the agent keeps, see vigil(1) PERFORMANCE) and
 #                  pays a pty's cost per line whoever reads it; through
 #                  cat it writes into a pipe.
@@ -85,7 +89,7 @@ pty_direct() { ptyrun "$@"; }
 pty_vigil() { ptyrun "$vigil" run --mode single --precheck off -- "$@"; }
 pty_cat() { ptyrun sh -c '"$@" | cat' sh "$@"; }
 mpi_direct() { mpi2 "$@"; }
-mpi_vigil() { mpi2 "$vigil" run --precheck off --summary-interval 0 -- "$@"; }
+mpi_vigil() { mpi2 env ${vigil_env:-} "$vigil" run --precheck off --summary-interval 0 -- "$@"; }
 mpi_cat() { mpi2 sh -c '"$@" | cat' sh "$@"; }
 
 # pair NAME MB PATH -- T...: medians of interleaved runs of PATH_direct,
@@ -98,10 +102,13 @@ pair() {
 		c+=("$(ms "${path}_cat" "$@")")
 	done
 	awk -v n="$name" -v mb="$mb" -v d="$(med "${d[@]}")" -v m="$(med "${m[@]}")" \
-	    -v c="$(med "${c[@]}")" 'BEGIN {
+	    -v c="$(med "${c[@]}")" -v lines="${per_line:-0}" 'BEGIN {
 		printf "pass-through %s: vigil %.0f MB/s, without vigil %.0f MB/s, ratio %.2f (goal >= 0.9); ",
 		       n, mb / m * 1e3, mb / d * 1e3, d / m
-		printf "cat as the relay %.0f MB/s (vigil %.2f of it)\n", mb / c * 1e3, c / m }'
+		printf "cat as the relay %.0f MB/s (vigil %.2f of it)", mb / c * 1e3, c / m
+		if (lines > 0)
+			printf "; vigil adds %.2f us a line", (m - d) * 1e3 / lines
+		printf "\n" }'
 }
 
 # mpi_pair NAME MB1 MB3 -- T1... -- T3...: marginal throughput from two sizes
@@ -116,12 +123,15 @@ mpi_pair() {
 	done
 	awk -v n="$name" -v mb="$(( mb3 - mb1 ))" -v mb1="$mb1" -v d1="$(med "${d1[@]}")" \
 	    -v d3="$(med "${d3[@]}")" -v m1="$(med "${m1[@]}")" -v m3="$(med "${m3[@]}")" \
-	    -v c1="$(med "${c1[@]}")" -v c3="$(med "${c3[@]}")" 'BEGIN {
+	    -v c1="$(med "${c1[@]}")" -v c3="$(med "${c3[@]}")" -v lines="${per_line:-0}" 'BEGIN {
 		ds = (d3 - d1) / mb; vs = (m3 - m1) / mb; cs = (c3 - c1) / mb
 		printf "pass-through %s: marginal vigil %.0f MB/s, without vigil %.0f MB/s, ratio %.2f (goal >= 0.9); ",
 		       n, 1e3 / vs, 1e3 / ds, ds / vs
-		printf "fixed: vigil %.2f s, without %.2f s; cat as the relay %.0f MB/s (vigil %.2f of it)\n",
-		       (m1 - vs * mb1) / 1e3, (d1 - ds * mb1) / 1e3, 1e3 / cs, cs / vs }'
+		printf "fixed: vigil %.2f s, without %.2f s; cat as the relay %.0f MB/s (vigil %.2f of it)",
+		       (m1 - vs * mb1) / 1e3, (d1 - ds * mb1) / 1e3, 1e3 / cs, cs / vs
+		if (lines > 0)
+			printf "; vigil adds %.2f us a line", ((m3 - m1) - (d3 - d1)) * 1e3 / lines
+		printf "\n" }'
 }
 
 if [ -z "$only" ] || [ "$only" = passthrough ]; then
@@ -129,13 +139,17 @@ if [ -z "$only" ] || [ "$only" = passthrough ]; then
 	lmb=$(( $("$writer" "$lines" | wc -c) / 1000000 ))
 	bmb=$(( bytes / 1000000 ))
 	pair "bulk, pipe" "$bmb" pipe -- head -c "$bytes" /dev/zero
-	pair "line by line, pipe" "$lmb" pipe -- "$writer" "$lines"
+	per_line=$lines pair "line by line, pipe" "$lmb" pipe -- "$writer" "$lines"
 	pair "bulk, pty" "$bmb" pty -- head -c "$bytes" /dev/zero
-	pair "line by line, pty" "$lmb" pty -- "$writer" "$lines"
+	per_line=$lines pair "line by line, pty" "$lmb" pty -- "$writer" "$lines"
 	mpi_pair "bulk, mpirun -np 2" $((bmb / 4)) $((3 * bmb / 4)) -- \
 		head -c $((bytes / 4)) /dev/zero -- head -c $((3 * bytes / 4)) /dev/zero
-	mpi_pair "line by line, mpirun -np 2" $((lmb / 2)) $((3 * lmb / 2)) -- \
-		"$writer" $((lines / 2)) -- "$writer" $((3 * lines / 2))
+	# 2 ranks, each writing the difference of the two sizes: 2 * lines
+	per_line=$((2 * lines)) mpi_pair "line by line, mpirun -np 2" \
+		$((lmb / 2)) $((3 * lmb / 2)) -- "$writer" $((lines / 2)) -- "$writer" $((3 * lines / 2))
+	per_line=$((2 * lines)) vigil_env=VIGIL_PTY=0 mpi_pair \
+		"line by line, mpirun -np 2, VIGIL_PTY=0" \
+		$((lmb / 2)) $((3 * lmb / 2)) -- "$writer" $((lines / 2)) -- "$writer" $((3 * lines / 2))
 fi
 
 # --- signal latency ------------------------------------------------------
