@@ -216,7 +216,7 @@ write_two(struct output *o, const char *a, size_t alen, const char *b, size_t bl
 		if (blen > 0)
 			iov[cnt++] = off < alen ? (struct iovec){ (void *)b, blen }
 			                        : (struct iovec){ (void *)(b + (off - alen)), total - off };
-		n = cnt == 1 ? write(o->fd, iov[0].iov_base, iov[0].iov_len) : writev(o->fd, iov, cnt);
+		n = writev(o->fd, iov, cnt);
 		if (n > 0) {
 			off += (size_t)n;
 			continue;
