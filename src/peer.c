@@ -84,6 +84,8 @@ int
 peer_init(int *argc, char ***argv, struct peer **out)
 {
 	struct peer *p;
+	bool yield;
+	int rc;
 
 	*out = NULL;
 	p = calloc(1, sizeof(*p));
@@ -104,7 +106,23 @@ peer_init(int *argc, char ***argv, struct peer **out)
 		 * sees this: its environment drops OMPI_MCA_orte_*.)
 		 */
 		(void)setenv("OMPI_MCA_orte_execute_quiet", "1", 0);
-		if (MPI_Init(argc, argv) != MPI_SUCCESS) {
+		/*
+		 * Where mpirun places more processes than a node has cores
+		 * (--oversubscribe), Open MPI makes every look at MPI that
+		 * finds nothing call sched_yield() (mpi_yield_when_idle).
+		 * An agent never waits inside MPI, it looks and goes back to
+		 * poll(); yielding only puts it behind every runnable
+		 * process, a few ms a look: with 16 agents and their
+		 * trainings on 2 cores, a checkpoint command waited 5-16 ms
+		 * inside one look.  Off for the agent's MPI unless the user
+		 * chose; not passed to the training, whose MPI is its own.
+		 */
+		yield = getenv("OMPI_MCA_mpi_yield_when_idle") == NULL &&
+		        setenv("OMPI_MCA_mpi_yield_when_idle", "0", 0) == 0;
+		rc = MPI_Init(argc, argv);
+		if (yield)
+			(void)unsetenv("OMPI_MCA_mpi_yield_when_idle");
+		if (rc != MPI_SUCCESS) {
 			free(p);
 			return -EPROTO;
 		}

@@ -114,6 +114,10 @@ read -r bm bp <"$SCRATCH/b.mp"; read -r nm np99 <"$SCRATCH/n.mp"; read -r pm pp 
 awk -v bp="$bp" -v np="$np99" -v pp="$pp" 'BEGIN {
 	printf "p99 against the baseline: nudged %.1fx, --no-nudge %.1fx; nudged p99 %.1f ms (goal <= 20)\n",
 		np / (bp > 0.1 ? bp : 0.1), pp / (bp > 0.1 ? bp : 0.1), np }'
+# VERBOSE=1: each node's delays, round after round
+if [ -n "${VERBOSE:-}" ]; then
+	paste "$SCRATCH/nudge.bynode" "$SCRATCH/poll.bynode"
+fi
 fi
 [ "${ONLY:-end}" = end ] || exit 0
 [ "${ONLY:-}" = end ] && echo "# vigil job end ($(nproc) cores, $(date -u +%Y-%m-%d)), ${END_NP:-4} agents, $rounds rounds"
@@ -148,7 +152,3 @@ awk -v v="$(med_of "$SCRATCH/e.vigil")" -v b="$(med_of "$SCRATCH/e.base")" \
 	printf "job end after the last training, %d agents: vigil %d ms, mpirun alone %d ms, ", n, v, b
 	printf "an MPI program finalising %d ms (median; goal <= 100)\n", m }'
 
-# VERBOSE=1: each node's delays, round after round
-if [ -n "${VERBOSE:-}" ] && [ "${ONLY:-fanout}" = fanout ]; then
-	paste "$SCRATCH/nudge.bynode" "$SCRATCH/poll.bynode"
-fi
