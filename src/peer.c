@@ -84,7 +84,7 @@ int
 peer_init(int *argc, char ***argv, struct peer **out)
 {
 	struct peer *p;
-	bool yield;
+	bool yield_set;   /* we set OMPI_MCA_mpi_yield_when_idle, and take it back */
 	int rc;
 
 	*out = NULL;
@@ -117,10 +117,10 @@ peer_init(int *argc, char ***argv, struct peer **out)
 		 * inside one look.  Off for the agent's MPI unless the user
 		 * chose; not passed to the training, whose MPI is its own.
 		 */
-		yield = getenv("OMPI_MCA_mpi_yield_when_idle") == NULL &&
-		        setenv("OMPI_MCA_mpi_yield_when_idle", "0", 0) == 0;
+		yield_set = getenv("OMPI_MCA_mpi_yield_when_idle") == NULL &&
+		            setenv("OMPI_MCA_mpi_yield_when_idle", "0", 0) == 0;
 		rc = MPI_Init(argc, argv);
-		if (yield)
+		if (yield_set)
 			(void)unsetenv("OMPI_MCA_mpi_yield_when_idle");
 		if (rc != MPI_SUCCESS) {
 			free(p);
