@@ -228,6 +228,14 @@ pair32(const char *p, __m256i c0, __m256i c1)
 		_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(p + 1)), c1));
 }
 
+/* The places of 64 bytes where A (the first 32) and B hold a pair, as bits. */
+__attribute__((target("avx2"))) static inline uint64_t
+mask64(__m256i a, __m256i b)
+{
+	return (uint64_t)(uint32_t)_mm256_movemask_epi8(a) |
+	       (uint64_t)(uint32_t)_mm256_movemask_epi8(b) << 32;
+}
+
 __attribute__((target("avx2"))) static const char *
 find_avx2(const char **pp, const char *end, const char *mark, size_t n)
 {
@@ -238,17 +246,11 @@ find_avx2(const char **pp, const char *end, const char *mark, size_t n)
 		__m256i a = pair32(p, c0, c1), b = pair32(p + 32, c0, c1);
 		__m256i c = pair32(p + 64, c0, c1), d = pair32(p + 96, c0, c1);
 		__m256i any = _mm256_or_si256(_mm256_or_si256(a, b), _mm256_or_si256(c, d));
-		uint64_t m;
 
 		if (_mm256_testz_si256(any, any))
 			continue;
-		m = (uint64_t)(uint32_t)_mm256_movemask_epi8(a) |
-		    (uint64_t)(uint32_t)_mm256_movemask_epi8(b) << 32;
-		if ((at = match_in(p, m, mark, n)) != NULL)
-			return at;
-		m = (uint64_t)(uint32_t)_mm256_movemask_epi8(c) |
-		    (uint64_t)(uint32_t)_mm256_movemask_epi8(d) << 32;
-		if ((at = match_in(p + 64, m, mark, n)) != NULL)
+		if ((at = match_in(p, mask64(a, b), mark, n)) != NULL ||
+		    (at = match_in(p + 64, mask64(c, d), mark, n)) != NULL)
 			return at;
 	}
 	*pp = p;
