@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "vigil.h"
-#include "cmd.h"
+#include "cli/cmd.h"
 
 static const char usage_text[] =
 "usage: vigil COMMAND [OPTIONS]\n"

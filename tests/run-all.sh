@@ -93,9 +93,9 @@ cd "$top"
 
 # One closing line for whoever reads the log: the tests counted from the
 # automake result files of the plain and the sanitizer builds.
-passed=$(cat build-ci/tests/unit/*.trs build-ci/tests/integration/*.trs build-asan/tests/unit/*.trs \
+passed=$(cat build-ci/tests/unit/*/*.trs build-ci/tests/integration/*.trs build-ci/tests/*.trs build-asan/tests/unit/*/*.trs \
 	| grep -c '^:test-result: PASS' || true)
-failed=$(cat build-ci/tests/unit/*.trs build-ci/tests/integration/*.trs build-asan/tests/unit/*.trs \
+failed=$(cat build-ci/tests/unit/*/*.trs build-ci/tests/integration/*.trs build-ci/tests/*.trs build-asan/tests/unit/*/*.trs \
 	| grep -cE '^:test-result: (FAIL|ERROR|XPASS)' || true)
 step "all passed"
 echo "tests: $passed passed, $failed failed"

@@ -22,7 +22,7 @@ MANUAL = "this iteration hardware time is 2201.521 and e2e time is 3317.79492187
 MEASURED = "this iteration hardware time is 2201.521 and e2e time is 3317.794921 ms."
 START_NS, END_NS = 1000000000000, 1003317794921
 
-# vigil's parser (src/progress.c) in regex form, for the lines printed here.
+# vigil's parser (src/perf/progress.c) in regex form, for the lines printed here.
 LINE = re.compile(r"^this iteration hardware time is ([0-9.]+) and e2e time is ([0-9.eE+-]+) ms\.$")
 
 

@@ -31,14 +31,14 @@
 
 #include <cJSON.h>
 
-#include "check.h"
-#include "coord.h"
-#include "gather.h"
-#include "json.h"
-#include "metrics.h"
-#include "msg.h"
-#include "usage.h"
-#include "util.h"
+#include "agent/coord.h"
+#include "check/check.h"
+#include "check/gather.h"
+#include "comm/msg.h"
+#include "lib/json.h"
+#include "lib/util.h"
+#include "perf/metrics.h"
+#include "perf/usage.h"
 
 enum { STEP_GATHER, STEP_PLAN, STEP_BEAT, STEP_USAGE, STEP_RESULTS, STEP_FINAL, NSTEPS };
 static const char *const step_names[NSTEPS] = { "gather", "plan", "heartbeat", "usage",

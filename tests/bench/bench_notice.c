@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "child.h"
+#include "launch/child.h"
 
 static volatile sig_atomic_t got;
 static struct timespec when;

@@ -30,9 +30,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "linebuf.h"
-#include "perf.h"
-#include "progress.h"
+#include "lib/linebuf.h"
+#include "perf/perf.h"
+#include "perf/progress.h"
 
 struct text {
 	char *buf;

@@ -28,8 +28,8 @@
 
 #include <mpi.h>
 
-#include "peer.h"
-#include "perf.h"
+#include "comm/peer.h"
+#include "perf/perf.h"
 
 enum { WARMUP = 100 };
 

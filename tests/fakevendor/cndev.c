@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "script.h"
-#include "vendor_abi.h"
+#include "sys/vendor_abi.h"
 
 #define V "cambricon"
 /* Handles are not indexes: vigil must use the one it was given. */

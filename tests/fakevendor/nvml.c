@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "script.h"
-#include "vendor_abi.h"
+#include "sys/vendor_abi.h"
 
 #define V "nvidia"
 #define MAX_BOARDS 64

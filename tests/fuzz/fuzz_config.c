@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "opts.h"
+#include "conf/config.h"
+#include "conf/opts.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

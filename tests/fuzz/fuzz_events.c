@@ -16,9 +16,9 @@
 
 #include <cJSON.h>
 
-#include "json.h"
-#include "report.h"
-#include "util.h"
+#include "lib/json.h"
+#include "lib/util.h"
+#include "report/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

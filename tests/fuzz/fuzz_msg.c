@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "msg.h"
-#include "util.h"
+#include "comm/msg.h"
+#include "lib/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "progress.h"
+#include "perf/progress.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

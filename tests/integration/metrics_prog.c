@@ -18,10 +18,10 @@
 
 #include <cJSON.h>
 
-#include "config.h"
-#include "metrics.h"
-#include "topo.h"
-#include "vhealth.h"
+#include "check/vhealth.h"
+#include "conf/config.h"
+#include "perf/metrics.h"
+#include "sys/topo.h"
 
 #define MAX_SLOTS 8
 #define MAX_NODES 8

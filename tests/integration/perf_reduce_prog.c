@@ -32,8 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "peer.h"
-#include "perf.h"
+#include "comm/peer.h"
+#include "perf/perf.h"
 
 enum { ITERS = 20, WINDOW = 32, BIG = 2000 };
 

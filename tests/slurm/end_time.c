@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "slurm.h"
-#include "util.h"
+#include "lib/util.h"
+#include "proc/slurm.h"
 
 int
 main(int argc, char **argv)

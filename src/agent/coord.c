@@ -1,0 +1,1666 @@
+/*
+ * coord.c - the coordinator's state machine.
+ *
+ * Phases change only through step(), which looks the (event, phase) pair
+ * up in a table (after flux-core's broker state machine): a pair that is
+ * not in the table changes nothing, which is how "a checkpoint while
+ * already stopping" or "a second stop" are ignored.  The decisions that
+ * lead to an event (is this a fault? may the training start again?) are
+ * in the functions below the table; what a phase does on entry is in
+ * enter().
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "vigil.h"
+#include "agent/coord.h"
+#include "lib/sig.h"
+
+/* Beyond the grace: how long to wait for a node that still has not reported. */
+#define LOST_AFTER_STOP_S 15.0
+/* The node's own escalation after the checkpoint's grace (node.c): TERM, then KILL. */
+#define STOP_AFTER_CKPT_S 5.0
+/* Failed nodes whose stderr tail is kept for the report; the rest keep none. */
+#define TAILS_KEPT 64
+/* Nodes named in a line for people before "(+N more)". */
+#define NAMES_IN_LINE 8
+
+enum coord_event {
+	EV_CHECKPOINT,   /* every healthy training saves */
+	EV_STOP,         /* every training ends */
+	EV_REPORTED,     /* every rank reported or is lost: the job ends */
+	EV_AGAIN,        /* every rank reported or is lost: start again */
+	EV_RESTARTED,
+	EV_EXHAUSTED,    /* too few nodes to start again */
+	EV_FINISHED,
+	EV_NOGO,         /* the plan refused to start */
+};
+
+static const char *const event_names[] = {
+	[EV_CHECKPOINT] = "checkpoint", [EV_STOP] = "stop", [EV_REPORTED] = "reported",
+	[EV_AGAIN] = "again", [EV_RESTARTED] = "restarted", [EV_EXHAUSTED] = "exhausted",
+	[EV_FINISHED] = "finished", [EV_NOGO] = "no-go",
+};
+
+static const char *const phase_names[] = {
+	[COORD_RUNNING] = "running", [COORD_CHECKPOINTING] = "checkpointing",
+	[COORD_STOPPING] = "stopping", [COORD_RESTARTING] = "restarting",
+	[COORD_FINISHING] = "finishing", [COORD_DONE] = "done",
+};
+
+static const struct transition {
+	enum coord_event event;
+	enum coord_phase from, to;
+} transitions[] = {
+	{ EV_CHECKPOINT, COORD_RUNNING, COORD_CHECKPOINTING },
+	{ EV_STOP, COORD_RUNNING, COORD_STOPPING },
+	{ EV_STOP, COORD_CHECKPOINTING, COORD_STOPPING },
+	{ EV_REPORTED, COORD_RUNNING, COORD_FINISHING },
+	{ EV_REPORTED, COORD_CHECKPOINTING, COORD_FINISHING },
+	{ EV_REPORTED, COORD_STOPPING, COORD_FINISHING },
+	{ EV_AGAIN, COORD_RUNNING, COORD_RESTARTING },
+	{ EV_AGAIN, COORD_CHECKPOINTING, COORD_RESTARTING },
+	{ EV_AGAIN, COORD_STOPPING, COORD_RESTARTING },
+	{ EV_RESTARTED, COORD_RESTARTING, COORD_RUNNING },
+	{ EV_EXHAUSTED, COORD_RESTARTING, COORD_FINISHING },
+	{ EV_FINISHED, COORD_FINISHING, COORD_DONE },
+	{ EV_NOGO, COORD_RUNNING, COORD_DONE },
+};
+
+/* One rank as the coordinator knows it. */
+struct cnode {
+	char *host;          /* from its pre-check report */
+	char *addr;          /* MASTER_ADDR when it is the first member */
+	int slots;
+	double last_seen;    /* when it was last heard from */
+	bool member;         /* runs a training in this attempt */
+	bool faulty;         /* to avoid next time (sbatch --exclude) */
+	bool lost;           /* silent past the timeout, or never reported */
+	bool reported;       /* counted for this attempt: its result is in, or it is lost */
+	bool have_result;    /* its result for this attempt arrived */
+	/* the result */
+	bool idle;
+	int exit_code, signal, agent_signal;
+	double seconds;
+	char *error;         /* could not start: why */
+	bool ckpt, ckpt_confirmed;  /* the checkpoint signal was sent; a save was seen */
+	char *ckpt_why;
+	char **tail;         /* last stderr lines, kept for failures only */
+	int ntail;
+	double output_lost;  /* bytes of its training's output it could not pass on */
+};
+
+struct coord {
+	struct coord_opts o;
+	struct coord_ops ops;
+	struct cnode *nodes;
+	int n;
+	enum coord_phase phase;
+	double t0;
+
+	int nreported;       /* ranks reported or lost, this attempt */
+	int nresults;        /* results that arrived, this attempt */
+	int nlost;
+	int ntails;          /* failed nodes whose tail is kept */
+	bool never_arrived;  /* a rank sent no pre-check report: MPI_Finalize unsafe */
+
+	/* how the current attempt ends */
+	int first_fail;      /* the rank whose training failed first, or -1 */
+	int end_code;        /* 81 requeue, 83 expired, 84 lost, 80 no-go; 0 */
+	char end_reason[512];
+	bool restart_wanted; /* start again once every result is in */
+	int restarts;
+	cJSON *attempts;     /* what ended each earlier attempt */
+
+	/* deadlines, on the caller's clock; < 0: none */
+	double next_scan, last_scan;
+	double next_beat;
+	double lost_deadline;
+	double limit_end;
+	bool limit_fired;
+
+	/* the plan handed to the caller */
+	struct msg_node *plan_nodes;
+	int *plan_members;
+	char *master_addr;
+	int master_port;
+	char plan_message[512];
+};
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static void say(struct coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+say(struct coord *c, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (c->ops.say)
+		c->ops.say(c->ops.arg, line);
+}
+
+static void
+event(struct coord *c, int rank, const char *kind, const char *severity, const char *msg,
+      cJSON *details)
+{
+	if (c->ops.event)
+		c->ops.event(c->ops.arg, coord_host(c, rank), rank, kind, severity, msg, details);
+	else
+		cJSON_Delete(details);
+}
+
+static void
+send_text(struct coord *c, int rank, enum msg_kind kind, const char *text)
+{
+	if (text && c->ops.send)
+		(void)c->ops.send(c->ops.arg, rank, kind, text);
+}
+
+static const char *
+plural(long n)
+{
+	return n == 1 ? "" : "s";
+}
+
+static void
+free_tail(struct cnode *n)
+{
+	for (int i = 0; i < n->ntail; i++)
+		free(n->tail[i]);
+	free(n->tail);
+	n->tail = NULL;
+	n->ntail = 0;
+}
+
+/* Forget RANK's result (a new attempt); a lost rank stays lost and counted. */
+static void
+clear_result(struct coord *c, struct cnode *n)
+{
+	if (n->tail)
+		c->ntails--;
+	free_tail(n);
+	free(n->error);
+	n->error = NULL;
+	free(n->ckpt_why);
+	n->ckpt_why = NULL;
+	n->ckpt = n->ckpt_confirmed = false;
+	n->reported = n->lost;
+	n->have_result = false;
+	n->idle = false;
+	n->exit_code = n->signal = n->agent_signal = 0;
+	n->seconds = 0;
+}
+
+/* ---- the state machine ------------------------------------------------------ */
+
+static void enter(struct coord *c, enum coord_phase p, double now);
+
+static bool
+step(struct coord *c, enum coord_event ev, double now)
+{
+	for (size_t i = 0; i < sizeof(transitions) / sizeof(transitions[0]); i++) {
+		const struct transition *t = &transitions[i];
+
+		if (t->event == ev && t->from == c->phase) {
+			c->phase = t->to;
+			enter(c, t->to, now);
+			return true;
+		}
+	}
+	(void)event_names;  /* for a debugger's eyes: the event that was refused */
+	return false;
+}
+
+/* COMMAND to every rank whose training still runs (itself included). */
+static void
+command_running(struct coord *c, enum msg_command_kind cmd, const char *why)
+{
+	struct msg m = { .kind = MSG_COMMAND };
+	char *text;
+
+	m.u.command.command = cmd;
+	m.u.command.reason = why;
+	text = msg_encode(&m);
+	for (int r = 0; text && r < c->n; r++)
+		if (!c->nodes[r].reported)
+			send_text(c, r, MSG_COMMAND, text);
+	free(text);
+}
+
+static void restart_all(struct coord *c, double now);
+
+static void
+enter(struct coord *c, enum coord_phase p, double now)
+{
+	switch (p) {
+	case COORD_CHECKPOINTING:
+		say(c, "vigil: checkpoint: %s", c->end_reason);
+		command_running(c, MSG_CMD_CHECKPOINT, c->end_reason);
+		event(c, c->o.self, VIGIL_EVENT_CHECKPOINT, VIGIL_SEVERITY_WARNING, c->end_reason,
+		      NULL);
+		c->lost_deadline = now + c->o.grace_s + STOP_AFTER_CKPT_S + LOST_AFTER_STOP_S;
+		break;
+	case COORD_STOPPING:
+		command_running(c, MSG_CMD_STOP, c->end_reason);
+		event(c, c->o.self, VIGIL_EVENT_STOP, VIGIL_SEVERITY_WARNING, c->end_reason, NULL);
+		c->lost_deadline = now + c->o.grace_s + LOST_AFTER_STOP_S;
+		break;
+	case COORD_RESTARTING:
+		c->lost_deadline = -1;
+		restart_all(c, now);
+		break;
+	case COORD_FINISHING:
+	case COORD_DONE:
+		c->lost_deadline = -1;
+		break;
+	case COORD_RUNNING:
+		break;
+	}
+}
+
+/* Every rank reported or is lost: the attempt is over. */
+static void
+maybe_all_reported(struct coord *c, double now)
+{
+	if (c->nreported < c->n || c->phase >= COORD_RESTARTING)
+		return;
+	step(c, c->restart_wanted ? EV_AGAIN : EV_REPORTED, now);
+}
+
+static void
+set_reason(struct coord *c, const char *why)
+{
+	if (why != c->end_reason)
+		snprintf(c->end_reason, sizeof(c->end_reason), "%s", why);
+}
+
+/* Every healthy training saves; CODE is how the job then ends (0: it starts again). */
+static void
+checkpoint(struct coord *c, const char *why, int code, double now)
+{
+	if (c->phase != COORD_RUNNING)
+		return;
+	c->end_code = code;
+	set_reason(c, why);
+	step(c, EV_CHECKPOINT, now);
+}
+
+/* Every training ends; a reason given earlier stays (it explains the end). */
+static void
+stop(struct coord *c, const char *why, double now)
+{
+	if (c->phase != COORD_RUNNING && c->phase != COORD_CHECKPOINTING)
+		return;
+	if (!c->end_reason[0])
+		set_reason(c, why);
+	step(c, EV_STOP, now);
+}
+
+static int
+healthy_members(const struct coord *c)
+{
+	int n = 0;
+
+	for (int r = 0; r < c->n; r++)
+		n += c->nodes[r].member && !c->nodes[r].faulty && !c->nodes[r].lost;
+	return n;
+}
+
+/* RANK is faulty or lost: what to do about it, per the options. */
+static void
+trouble(struct coord *c, int rank, const char *why, double now)
+{
+	struct cnode *n = &c->nodes[rank];
+
+	n->faulty = true;
+	if (c->o.resume) {
+		checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
+	} else if (c->o.min_nodes > 0 && n->member && healthy_members(c) >= c->o.min_nodes) {
+		/* elastic (弹性训练): save, then go on without that node */
+		if (c->phase == COORD_RUNNING)
+			c->restart_wanted = true;
+		checkpoint(c, why, 0, now);
+	} else if (n->lost) {
+		/* nobody can wait for a lost node: the job ends */
+		if (!c->end_code)
+			c->end_code = VIGIL_EXIT_INTERNAL;
+		snprintf(c->end_reason, sizeof(c->end_reason), "%s", why);
+		stop(c, why, now);
+	} else {
+		say(c, "vigil: %s (neither --resume nor --min-nodes: the training goes on)", why);
+	}
+}
+
+/* ---- the plan ----------------------------------------------------------------- */
+
+struct coord *
+coord_new(const struct coord_opts *o, const struct coord_ops *ops, double now)
+{
+	struct coord *c;
+
+	if (!o || !ops || o->size < 1 || o->size > MSG_RANK_MAX || o->self < 0 ||
+	    o->self >= o->size) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->o = *o;
+	c->ops = *ops;
+	c->n = o->size;
+	c->t0 = now;
+	c->first_fail = -1;
+	c->next_scan = c->last_scan = c->next_beat = c->lost_deadline = c->limit_end = -1;
+	c->nodes = calloc((size_t)c->n, sizeof(*c->nodes));
+	c->attempts = cJSON_CreateArray();
+	if (!c->nodes || !c->attempts) {
+		coord_free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return c;
+}
+
+void
+coord_free(struct coord *c)
+{
+	if (!c)
+		return;
+	for (int r = 0; c->nodes && r < c->n; r++) {
+		free(c->nodes[r].host);
+		free(c->nodes[r].addr);
+		free(c->nodes[r].error);
+		free(c->nodes[r].ckpt_why);
+		free_tail(&c->nodes[r]);
+	}
+	free(c->nodes);
+	cJSON_Delete(c->attempts);
+	free(c->plan_nodes);
+	free(c->plan_members);
+	free(c->master_addr);
+	free(c);
+}
+
+int
+coord_set_node(struct coord *c, int rank, const char *addr, int slots)
+{
+	struct cnode *n;
+	char *copy;
+
+	if (rank < 0 || rank >= c->n)
+		return -EINVAL;
+	n = &c->nodes[rank];
+	copy = strdup(addr && *addr ? addr : "127.0.0.1");
+	if (!copy)
+		return -ENOMEM;
+	free(n->addr);
+	n->addr = copy;
+	n->slots = slots > 0 ? slots : 0;
+	return 0;
+}
+
+/* The pre-check's summary for people, as gather_print() words it. */
+static void
+say_gather(struct coord *c, const struct gather *g)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return;
+	gather_print(f, g, c->o.verbose);
+	if (fclose(f) == 0 && len > 0) {
+		if (text[len - 1] == '\n')
+			text[len - 1] = '\0';
+		say(c, "%s", text);
+	}
+	free(text);
+}
+
+static void
+no_go(struct coord *c, int code, const char *msg, double now, struct msg_plan *plan)
+{
+	say(c, "vigil: %s", msg);
+	snprintf(c->plan_message, sizeof(c->plan_message), "%s", msg);
+	snprintf(c->end_reason, sizeof(c->end_reason), "%s", msg);
+	c->end_code = code;
+	plan->go = false;
+	plan->exit_code = code;
+	plan->message = c->plan_message;
+	step(c, EV_NOGO, now);
+}
+
+/* Which ranks may run: every rank, with its host and whether the pre-check let it. */
+static int
+take_reports(struct coord *c, const struct gather *g, double now, int *blocked)
+{
+	*blocked = 0;
+	for (int r = 0; r < c->n; r++) {
+		struct cnode *n = &c->nodes[r];
+		const struct gather_node *gn = r < g->n ? &g->nodes[r] : NULL;
+		bool arrived = gn && gn->arrived;
+		enum verdict v = gn ? gather_node_verdict(gn) : VERDICT_FAIL;
+		char *host = strdup(gn && gn->node ? gn->node : "?");
+
+		if (!host)
+			return -ENOMEM;
+		free(n->host);
+		n->host = host;
+		if (!n->addr && coord_set_node(c, r, NULL, 0) < 0)
+			return -ENOMEM;
+		n->last_seen = now;
+		/* a node that sent nothing cannot be planned for, pre-check or not */
+		n->member = arrived && !(c->o.precheck && v >= c->o.precheck_level);
+		n->faulty = !n->member;
+		*blocked += !n->member;
+		if (!arrived) {
+			/* Never heard: maybe hung, so nobody may wait for it in
+			 * MPI_Finalize, and no result will come from it. */
+			n->lost = n->reported = true;
+			c->nlost++;
+			c->nreported++;
+			c->never_arrived = true;
+		}
+	}
+	return 0;
+}
+
+/* Fill PLAN's nodes and members from the records. */
+static int
+fill_plan(struct coord *c, struct msg_plan *plan)
+{
+	int k = 0;
+
+	free(c->plan_nodes);
+	free(c->plan_members);
+	c->plan_nodes = calloc((size_t)c->n, sizeof(*c->plan_nodes));
+	c->plan_members = calloc((size_t)c->n, sizeof(*c->plan_members));
+	if (!c->plan_nodes || !c->plan_members)
+		return -ENOMEM;
+	for (int r = 0; r < c->n; r++) {
+		c->plan_nodes[r].host = c->nodes[r].host;
+		c->plan_nodes[r].addr = c->nodes[r].addr;
+		c->plan_nodes[r].slots = c->nodes[r].slots;
+		if (c->nodes[r].member)
+			c->plan_members[k++] = r;
+	}
+	plan->nodes = c->plan_nodes;
+	plan->nnodes = c->n;
+	plan->members = c->plan_members;
+	plan->nmembers = k;
+	return 0;
+}
+
+/* MASTER_ADDR: --master-addr, else the first member's address. */
+static int
+choose_master(struct coord *c)
+{
+	const char *addr = c->o.master_addr;
+	char *copy;
+
+	for (int r = 0; !addr && r < c->n; r++)
+		if (c->nodes[r].member && !c->nodes[r].lost)
+			addr = c->nodes[r].addr;
+	copy = strdup(addr ? addr : "127.0.0.1");
+	if (!copy)
+		return -ENOMEM;
+	free(c->master_addr);
+	c->master_addr = copy;
+	return 0;
+}
+
+struct named {
+	const char *host;
+	int rank;
+};
+
+static int
+cmp_named(const void *a, const void *b)
+{
+	const struct named *x = a, *y = b;
+	int d = strcmp(x->host, y->host);
+
+	return d ? d : (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/*
+ * Host names that more than one rank reported (several agents on one
+ * host, or one VIGIL_NODE_NAME given to several), into BUF as "'vm' is
+ * ranks 0, 1, 2; 'gpu1' is ranks 4, 5", NAMES_IN_LINE ranks a name at
+ * most.  Sorted, so O(N log N) for thousands of ranks.  Returns how many
+ * names are shared (0: every rank has its own), or -ENOMEM.
+ */
+static int
+shared_names(const struct coord *c, char *buf, size_t len)
+{
+	struct named *v = calloc((size_t)c->n, sizeof(*v));
+	size_t used = 0;
+	int k = 0, shared = 0, unnamed = 0;
+
+	if (!v)
+		return -ENOMEM;
+	buf[0] = '\0';
+	for (int r = 0; r < c->n; r++)
+		if (!c->nodes[r].lost && c->nodes[r].host)
+			v[k++] = (struct named){ c->nodes[r].host, r };
+	qsort(v, (size_t)k, sizeof(*v), cmp_named);
+	for (int i = 0, j; i < k; i = j) {
+		for (j = i + 1; j < k && strcmp(v[j].host, v[i].host) == 0; j++)
+			;
+		if (j - i < 2)
+			continue;
+		shared++;
+		if (used + 64 >= len) {
+			unnamed++;
+			continue;
+		}
+		/* one name, ranks v[i..j) */
+		for (int m = i; m < j && used + 24 < len; m++) {
+			int w = m == i ? snprintf(buf + used, len - used, "%s'%.64s' is ranks %d",
+			                          used ? "; " : "", v[m].host, v[m].rank) :
+			        m - i == NAMES_IN_LINE ? snprintf(buf + used, len - used, " (+%d more)",
+			                                          j - m) :
+			        snprintf(buf + used, len - used, ", %d", v[m].rank);
+
+			if (w < 0 || used + (size_t)w >= len)
+				break;
+			used += (size_t)w;
+			if (m - i == NAMES_IN_LINE)
+				break;
+		}
+	}
+	if (unnamed)
+		snprintf(buf + used, len - used, "; %d more name%s", unnamed, plural(unnamed));
+	free(v);
+	return shared;
+}
+
+/*
+ * Ranks that share a name make hostfiles that name a host twice, which
+ * DeepSpeed's runner (_parse_hostfile: "Hostfile contains multiple
+ * entries") and Open MPI refuse: a no-go in hostfile modes, said in
+ * words the user can act on.  Elsewhere only the report and the exclude
+ * list cannot tell the ranks apart: a warning.  Returns 1 on no-go.
+ */
+static int
+check_names(struct coord *c, double now, struct msg_plan *plan)
+{
+	char names[200], msg[512];
+	int n = shared_names(c, names, sizeof(names));
+
+	if (n <= 0)
+		return n;
+	if (!c->o.unique_hosts) {
+		say(c, "vigil: warning: agents share a host name (%s): the report and the exclude "
+		    "list cannot tell them apart; start one agent per node (mpirun --map-by "
+		    "ppr:1:node), or give each agent its own name with VIGIL_NODE_NAME", names);
+		return 0;
+	}
+	snprintf(msg, sizeof(msg), "agents share a host name (%s), and a hostfile names each "
+	         "host once (DeepSpeed and Open MPI refuse a host named twice): start one agent "
+	         "per node (mpirun --map-by ppr:1:node), or give each agent its own name with "
+	         "VIGIL_NODE_NAME; not starting the training", names);
+	no_go(c, VIGIL_EXIT_USAGE, msg, now, plan);
+	return 1;
+}
+
+int
+coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan *plan)
+{
+	char msg[512];
+	int blocked, rc, port;
+
+	memset(plan, 0, sizeof(*plan));
+	c->phase = COORD_RUNNING;
+	rc = take_reports(c, g, now, &blocked);
+	if (rc == 0)
+		rc = fill_plan(c, plan);
+	if (rc < 0)
+		return rc;
+	plan->finalize = !c->never_arrived;
+	rc = check_names(c, now, plan);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	if (blocked) {
+		/* The pre-check said no somewhere: say so once, here, for every node. */
+		bool elastic = c->o.min_nodes > 0 && c->n - blocked >= c->o.min_nodes;
+
+		say_gather(c, g);
+		if (!elastic) {
+			if (c->o.min_nodes > 0)
+				snprintf(msg, sizeof(msg), "%d of %d node%s not ready, fewer than "
+				         "--min-nodes %d healthy: not starting the training", blocked,
+				         c->n, plural(c->n), c->o.min_nodes);
+			else
+				snprintf(msg, sizeof(msg), "%d of %d node%s not ready (pre-check failed "
+				         "or no report): not starting the training", blocked, c->n,
+				         plural(c->n));
+			no_go(c, VIGIL_EXIT_UNHEALTHY, msg, now, plan);
+			return 0;
+		}
+		/* the platform's elastic training: start on the healthy nodes */
+		say(c, "vigil: %d of %d node%s not ready: starting on the %d healthy node%s "
+		    "(--min-nodes %d)", blocked, c->n, plural(c->n), c->n - blocked,
+		    plural(c->n - blocked), c->o.min_nodes);
+	}
+	port = c->o.master_port > 0 ? c->o.master_port
+	                            : c->ops.free_port ? c->ops.free_port(c->ops.arg) : -ENOSYS;
+	if (port < 0) {
+		snprintf(msg, sizeof(msg), "cannot find a free port for MASTER_PORT: %s",
+		         strerror(-port));
+		no_go(c, VIGIL_EXIT_INTERNAL, msg, now, plan);
+		return 0;
+	}
+	if (choose_master(c) < 0)
+		return -ENOMEM;
+	c->master_port = port;
+	plan->go = true;
+	plan->master_addr = c->master_addr;
+	plan->master_port = port;
+	c->last_scan = now;
+	c->next_scan = now + c->o.heartbeat_s / 2;
+	c->next_beat = now + c->o.heartbeat_s;
+	return 0;
+}
+
+int
+coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members, int nmembers,
+            int lost, const char *why, double now)
+{
+	c->phase = COORD_RUNNING;
+	for (int r = 0; r < c->n; r++) {
+		struct cnode *n = &c->nodes[r];
+		const struct msg_node *pn = r < plan->nnodes ? &plan->nodes[r] : NULL;
+
+		free(n->host);
+		n->host = strdup(pn && pn->host ? pn->host : "?");
+		if (!n->host || coord_set_node(c, r, pn ? pn->addr : NULL, pn ? pn->slots : 0) < 0)
+			return -ENOMEM;
+		n->last_seen = now;
+	}
+	for (int i = 0; i < nmembers; i++)
+		if (members[i] >= 0 && members[i] < c->n)
+			c->nodes[members[i]].member = true;
+	if (lost >= 0 && lost < c->n) {
+		struct cnode *n = &c->nodes[lost];
+
+		n->lost = n->reported = n->faulty = true;
+		c->nlost++;
+		c->nreported++;
+		event(c, lost, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, NULL);
+	}
+	/* it cannot be asked to finalize, or to take part in anything else */
+	c->never_arrived = true;
+	c->last_scan = now;
+	c->next_scan = now + c->o.heartbeat_s / 2;
+	c->next_beat = now + c->o.heartbeat_s;
+	say(c, "vigil: %s (rank %d) takes over as the coordinator: %s", coord_host(c, c->o.self),
+	    c->o.self, why);
+	if (c->o.resume) {
+		checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
+	} else {
+		c->end_code = VIGIL_EXIT_INTERNAL;
+		stop(c, why, now);
+	}
+	return 0;
+}
+
+void
+coord_set_time_limit(struct coord *c, double end)
+{
+	c->limit_end = end;
+}
+
+/* ---- what the nodes say --------------------------------------------------------- */
+
+void
+coord_heard(struct coord *c, int rank, double now)
+{
+	if (rank >= 0 && rank < c->n && !c->nodes[rank].lost)
+		c->nodes[rank].last_seen = now;
+}
+
+/* Keep what the result says; the tail only for a failure, and only so many. */
+static int
+record_result(struct coord *c, struct cnode *n, const struct msg_result *r)
+{
+	n->reported = n->have_result = true;
+	n->idle = r->idle;
+	n->exit_code = r->exit_code;
+	n->signal = r->signal;
+	n->agent_signal = r->agent_signal;
+	n->seconds = r->seconds;
+	n->output_lost = r->output_lost;
+	free(n->error);
+	n->error = r->error ? strdup(r->error) : NULL;
+	n->ckpt = r->ckpt;
+	n->ckpt_confirmed = r->ckpt_confirmed;
+	free(n->ckpt_why);
+	n->ckpt_why = r->ckpt && r->ckpt_why ? strdup(r->ckpt_why) : NULL;
+	if ((r->exit_code || r->error) && r->ntail > 0 && c->ntails < TAILS_KEPT) {
+		n->tail = calloc((size_t)r->ntail, sizeof(*n->tail));
+		for (int i = 0; n->tail && i < r->ntail; i++)
+			if ((n->tail[n->ntail] = strdup(r->tail[i])))
+				n->ntail++;
+		if (n->tail)
+			c->ntails++;
+	}
+	return r->error && !n->error ? -ENOMEM : 0;
+}
+
+/* The event for a training that ended. */
+static void
+exit_event(struct coord *c, int rank)
+{
+	const struct cnode *n = &c->nodes[rank];
+	cJSON *d = cJSON_CreateObject();
+	char msg[128];
+
+	cJSON_AddNumberToObject(d, "exit_code", n->exit_code);
+	cJSON_AddNumberToObject(d, "attempt", c->restarts);
+	if (n->signal)
+		cJSON_AddStringToObject(d, "signal", sig_name(n->signal));
+	if (n->error)
+		cJSON_AddStringToObject(d, "error", n->error);
+	snprintf(msg, sizeof(msg), "training ended with status %d", n->exit_code);
+	event(c, rank, VIGIL_EVENT_EXIT, n->exit_code ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_INFO,
+	      msg, d);
+}
+
+/* The first training to fail: restart, checkpoint (--resume) or stop. */
+static void
+first_failure(struct coord *c, int rank, double now)
+{
+	const struct cnode *n = &c->nodes[rank];
+	char why[512];
+
+	c->first_fail = rank;
+	if (n->agent_signal && !n->exit_code)
+		snprintf(why, sizeof(why), "%s (rank %d) was told to stop (%s)", n->host, rank,
+		         sig_name(n->agent_signal));
+	else if (n->signal)
+		snprintf(why, sizeof(why), "%s (rank %d): the training was killed by %s", n->host,
+		         rank, sig_name(n->signal));
+	else
+		snprintf(why, sizeof(why), "%s (rank %d): the training exited with status %d",
+		         n->host, rank, n->exit_code);
+	if (c->o.resume && !n->error && (!n->agent_signal || n->agent_signal == SIGTERM)) {
+		/*
+		 * Under --resume a crash is a fault like any other, and a
+		 * SIGTERM to an agent is mpirun or the batch system ending the
+		 * job: either way every healthy training saves and the job is
+		 * requeued.  The node whose training crashed is avoided.
+		 */
+		if (!n->agent_signal)
+			c->nodes[rank].faulty = true;
+		checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
+		return;
+	}
+	/* fault restart (故障重启): again, everywhere, up to --restart times */
+	if (c->o.restart_max > c->restarts && !n->agent_signal && !n->error && !c->end_code) {
+		c->restart_wanted = true;
+		snprintf(c->end_reason, sizeof(c->end_reason), "%s", why);
+	}
+	stop(c, why, now);
+}
+
+void
+coord_result(struct coord *c, int rank, const struct msg_result *r, double now)
+{
+	struct cnode *n;
+
+	if (rank < 0 || rank >= c->n || c->phase >= COORD_RESTARTING)
+		return;
+	n = &c->nodes[rank];
+	coord_heard(c, rank, now);
+	if (n->reported)
+		return;  /* one result per attempt; a lost rank's is too late */
+	(void)record_result(c, n, r);
+	c->nreported++;
+	c->nresults++;
+	if (!n->idle)
+		exit_event(c, rank);
+	/* While checkpointing, trainings end because they were told to. */
+	if ((n->exit_code || n->agent_signal) && c->first_fail < 0 &&
+	    c->phase != COORD_CHECKPOINTING)
+		first_failure(c, rank, now);
+	maybe_all_reported(c, now);
+}
+
+/* One inspection finding: an event, a line, and whether it is a fault. */
+static bool
+take_finding(struct coord *c, int rank, const char *node, const struct msg_finding *f,
+             char *why, size_t whylen)
+{
+	bool fail = f->verdict == VERDICT_FAIL;
+	char msg[512];
+	cJSON *d = cJSON_CreateObject();
+
+	snprintf(msg, sizeof(msg), "%s %s: %s", f->what, f->device, f->evidence);
+	cJSON_AddStringToObject(d, "what", f->what);
+	cJSON_AddStringToObject(d, "device", f->device);
+	cJSON_AddStringToObject(d, "verdict", verdict_name(f->verdict));
+	cJSON_AddStringToObject(d, "evidence", f->evidence);
+	if (c->ops.event)
+		c->ops.event(c->ops.arg, node, rank, VIGIL_EVENT_FAULT,
+		             fail ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_WARNING, msg, d);
+	else
+		cJSON_Delete(d);
+	say(c, "vigil: %s (rank %d): %s%s", node, rank, fail ? "fault: " : "warning: ", msg);
+	if (fail)
+		snprintf(why, whylen, "%.100s (rank %d): %.380s", node, rank, msg);
+	return fail;
+}
+
+void
+coord_note(struct coord *c, int rank, const struct msg_note *nt, double now)
+{
+	const char *node;
+	char why[512];
+	bool fault = false;
+
+	if (rank < 0 || rank >= c->n)
+		return;
+	coord_heard(c, rank, now);
+	node = c->nodes[rank].host ? c->nodes[rank].host : nt->node;
+	if (nt->signal) {
+		/* The batch system's warning (Slurm --signal, forwarded by
+		 * mpirun to every rank): every node checkpoints, once. */
+		snprintf(why, sizeof(why), "%s reached %s (rank %d)", sig_name(nt->signal), node,
+		         rank);
+		checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
+	}
+	for (int i = 0; i < nt->nfindings; i++) {
+		char w[512];
+
+		if (take_finding(c, rank, node, &nt->findings[i], w, sizeof(w)) && !fault) {
+			fault = true;
+			memcpy(why, w, sizeof(why));
+		}
+	}
+	if (fault)
+		trouble(c, rank, why, now);
+}
+
+void
+coord_alert(struct coord *c, int rank, const char *message, double now)
+{
+	char why[400];
+
+	if (!c->o.perf_reschedule || rank < 0 || rank >= c->n || c->phase != COORD_RUNNING)
+		return;
+	/* reschedule: save and requeue away from the node named */
+	snprintf(why, sizeof(why), "performance: %.300s", message);
+	c->nodes[rank].faulty = true;
+	checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
+}
+
+/* ---- time ------------------------------------------------------------------------ */
+
+/* RANK is silent past the timeout. */
+static void
+declare_lost(struct coord *c, int rank, double now)
+{
+	struct cnode *n = &c->nodes[rank];
+	char why[512];
+	cJSON *d = cJSON_CreateObject();
+
+	n->lost = true;
+	c->nlost++;
+	if (!n->reported) {
+		n->reported = true;
+		c->nreported++;
+	}
+	snprintf(why, sizeof(why), "%s (rank %d) lost: no heartbeat for %.1f s", n->host, rank,
+	         now - n->last_seen);
+	say(c, "vigil: %s", why);
+	cJSON_AddNumberToObject(d, "silent_s", now - n->last_seen);
+	event(c, rank, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, d);
+	if (n->have_result) {
+		/* Its training had ended; the agent is gone before the job's
+		 * end.  Avoided next time, and nobody may wait for it in
+		 * MPI_Finalize, but the training's outcome stands. */
+		n->faulty = true;
+		return;
+	}
+	trouble(c, rank, why, now);
+}
+
+/*
+ * Every other node fell silent at once: the network that failed is more
+ * likely this node's than everyone else's (the nodes that still see each
+ * other decide without it, see node.c).  The coordinator blames nobody
+ * else, names itself, and ends its own part: its training checkpoints
+ * (--resume) or stops, and the job ends when it has.
+ */
+static void
+isolated(struct coord *c, int silent, double now)
+{
+	struct cnode *self = &c->nodes[c->o.self];
+	cJSON *d = cJSON_CreateObject();
+
+	snprintf(c->end_reason, sizeof(c->end_reason), "%s (rank %d), the coordinator, lost "
+	         "contact with all %d other nodes at once: it is the node cut off", self->host,
+	         c->o.self, silent);
+	say(c, "vigil: %s", c->end_reason);
+	cJSON_AddNumberToObject(d, "silent_nodes", silent);
+	event(c, c->o.self, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, c->end_reason, d);
+	self->faulty = true;
+	for (int r = 0; r < c->n; r++) {
+		struct cnode *n = &c->nodes[r];
+
+		if (r == c->o.self || n->lost)
+			continue;
+		n->lost = true;
+		c->nlost++;
+		if (!n->reported) {
+			n->reported = true;
+			c->nreported++;
+		}
+	}
+	if (c->o.resume) {
+		checkpoint(c, c->end_reason, VIGIL_EXIT_REQUEUE, now);
+	} else {
+		c->end_code = VIGIL_EXIT_INTERNAL;
+		stop(c, c->end_reason, now);
+	}
+}
+
+/*
+ * The heartbeat scan.  The coordinator judges silence only when it was
+ * itself on time: a gap since the last scan longer than this means it
+ * was stopped or starved, and what looks like silence may be messages it
+ * has not read yet.
+ */
+static double
+stall_limit(const struct coord *c)
+{
+	double a = 2 * c->o.heartbeat_s, b = c->o.heartbeat_timeout_s / 2;
+
+	return a < b ? a : b;
+}
+
+static void
+scan(struct coord *c, double now)
+{
+	int live = 0, silent = 0;
+
+	if (c->last_scan >= 0 && now - c->last_scan > stall_limit(c)) {
+		cJSON *d = cJSON_CreateObject();
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "the coordinator was stalled for %.1f s: every node gets "
+		         "a fresh %.0f s before it is judged", now - c->last_scan,
+		         c->o.heartbeat_timeout_s);
+		say(c, "vigil: %s", msg);
+		cJSON_AddNumberToObject(d, "stalled_s", now - c->last_scan);
+		event(c, c->o.self, VIGIL_EVENT_STALL, VIGIL_SEVERITY_WARNING, msg, d);
+		for (int r = 0; r < c->n; r++)
+			coord_heard(c, r, now);
+	}
+	c->last_scan = now;
+	for (int r = 0; r < c->n; r++) {
+		const struct cnode *n = &c->nodes[r];
+
+		if (r == c->o.self || n->lost)
+			continue;
+		live++;
+		silent += now - n->last_seen >= c->o.heartbeat_timeout_s;
+	}
+	if (silent == 0)
+		return;
+	/* With one other node nobody can tell whose network failed: the
+	 * coordinator's view stands. */
+	if (silent == live && live >= 2) {
+		isolated(c, silent, now);
+		return;
+	}
+	for (int r = 0; r < c->n; r++) {
+		struct cnode *n = &c->nodes[r];
+
+		if (r == c->o.self || n->lost || now - n->last_seen < c->o.heartbeat_timeout_s)
+			continue;
+		declare_lost(c, r, now);
+	}
+}
+
+/* The wait for trainings told to end is over: who has not reported is lost. */
+static void
+results_overdue(struct coord *c)
+{
+	for (int r = 0; r < c->n; r++) {
+		struct cnode *n = &c->nodes[r];
+
+		if (n->reported)
+			continue;
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s (rank %d) did not report within %.0f s of being "
+		         "told to end its training", n->host, r, c->o.grace_s + LOST_AFTER_STOP_S);
+		say(c, "vigil: %s", why);
+		event(c, r, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, NULL);
+		n->lost = n->reported = n->faulty = true;
+		c->nlost++;
+		c->nreported++;
+	}
+}
+
+static void
+time_limit(struct coord *c, double now)
+{
+	c->limit_fired = true;
+	if (c->o.resume) {
+		checkpoint(c, "the time limit is near", VIGIL_EXIT_EXPIRED, now);
+	} else if (c->phase == COORD_RUNNING || c->phase == COORD_CHECKPOINTING) {
+		c->end_code = VIGIL_EXIT_EXPIRED;
+		snprintf(c->end_reason, sizeof(c->end_reason), "the time limit was reached");
+		step(c, EV_STOP, now);
+	}
+}
+
+static double
+limit_due(const struct coord *c)
+{
+	if (c->limit_end < 0 || c->limit_fired)
+		return -1;
+	return c->o.resume ? c->limit_end - c->o.ckpt_lead_s : c->limit_end;
+}
+
+/* The coordinator's own heartbeat: every node watches for it (node.c). */
+static void
+beat(struct coord *c)
+{
+	for (int r = 0; r < c->n; r++)
+		if (r != c->o.self && !c->nodes[r].lost)
+			send_text(c, r, MSG_HEARTBEAT, "{}");
+}
+
+static double
+earliest(double a, double b)
+{
+	if (a < 0)
+		return b;
+	if (b < 0)
+		return a;
+	return a < b ? a : b;
+}
+
+double
+coord_tick(struct coord *c, double now)
+{
+	double due;
+
+	if (c->phase >= COORD_RESTARTING)
+		return -1;
+	due = limit_due(c);
+	if (due >= 0 && now >= due)
+		time_limit(c, now);
+	if (c->n > 1 && c->next_beat >= 0 && now >= c->next_beat) {
+		beat(c);
+		c->next_beat = now + c->o.heartbeat_s;
+	}
+	if (c->n > 1 && c->next_scan >= 0 && now >= c->next_scan) {
+		scan(c, now);
+		c->next_scan = now + c->o.heartbeat_s / 2;
+	}
+	if (c->lost_deadline >= 0 && now >= c->lost_deadline) {
+		c->lost_deadline = -1;
+		results_overdue(c);
+	}
+	maybe_all_reported(c, now);
+	if (c->phase >= COORD_RESTARTING)
+		return -1;
+	due = earliest(c->lost_deadline, limit_due(c));
+	if (c->n > 1)
+		due = earliest(due, earliest(c->next_scan, c->next_beat));
+	return due;
+}
+
+/* ---- starting again ------------------------------------------------------------------ */
+
+/* What ended the attempt, for the report. */
+static void
+record_attempt(struct coord *c)
+{
+	cJSON *a = cJSON_CreateObject();
+
+	if (!a)
+		return;
+	cJSON_AddNumberToObject(a, "attempt", c->restarts);
+	cJSON_AddStringToObject(a, "ended_by", c->end_reason);
+	if (c->first_fail >= 0) {
+		const struct cnode *n = &c->nodes[c->first_fail];
+
+		cJSON_AddStringToObject(a, "node", n->host);
+		cJSON_AddNumberToObject(a, "rank", c->first_fail);
+		cJSON_AddNumberToObject(a, "exit_code", n->exit_code);
+	}
+	cJSON_AddItemToArray(c->attempts, a);
+}
+
+/* The restart command for the next attempt; NULL on ENOMEM. */
+static char *
+restart_command(struct coord *c, int nmembers)
+{
+	struct msg m = { .kind = MSG_COMMAND };
+	int *members = calloc((size_t)nmembers, sizeof(*members)), k = 0;
+	char *text;
+
+	if (!members)
+		return NULL;
+	for (int r = 0; r < c->n; r++)
+		if (c->nodes[r].member)
+			members[k++] = r;
+	m.u.command.command = MSG_CMD_RESTART;
+	m.u.command.attempt = c->restarts;
+	m.u.command.master_addr = c->master_addr;
+	m.u.command.master_port = c->master_port;
+	m.u.command.members = members;
+	m.u.command.nmembers = k;
+	text = msg_encode(&m);
+	free(members);
+	return text;
+}
+
+static void
+restart_all(struct coord *c, double now)
+{
+	bool crash = c->first_fail >= 0;
+	int nmembers = 0, port;
+	char *text;
+
+	record_attempt(c);
+	for (int r = 0; r < c->n; r++) {
+		struct cnode *n = &c->nodes[r];
+
+		n->member = n->member && !n->faulty && !n->lost;
+		nmembers += n->member;
+	}
+	if (nmembers == 0 || (c->o.min_nodes > 0 && nmembers < c->o.min_nodes)) {
+		say(c, "vigil: cannot start again: %d healthy node%s left%s", nmembers,
+		    plural(nmembers), c->o.min_nodes > 0 ? ", fewer than --min-nodes" : "");
+		if (!c->end_code && !crash)
+			c->end_code = VIGIL_EXIT_INTERNAL;
+		step(c, EV_EXHAUSTED, now);
+		return;
+	}
+	port = c->ops.free_port ? c->ops.free_port(c->ops.arg) : -ENOSYS;
+	if (port > 0 && c->o.master_port <= 0)
+		c->master_port = port;
+	c->restarts++;
+	if (choose_master(c) < 0) {
+		step(c, EV_EXHAUSTED, now);
+		return;
+	}
+	text = restart_command(c, nmembers);
+	say(c, "vigil: starting the training again (attempt %d) on %d node%s after: %.400s",
+	    c->restarts, nmembers, plural(nmembers), c->end_reason);
+	{
+		char msg[600];
+
+		snprintf(msg, sizeof(msg), "starting the training again (attempt %d) on %d node%s "
+		         "after: %.400s", c->restarts, nmembers, plural(nmembers), c->end_reason);
+		event(c, c->o.self, VIGIL_EVENT_RESTART, VIGIL_SEVERITY_WARNING, msg, NULL);
+	}
+	/* a fresh attempt: every live rank reports again */
+	c->nreported = c->nresults = 0;
+	for (int r = 0; r < c->n; r++) {
+		struct cnode *n = &c->nodes[r];
+
+		clear_result(c, n);
+		c->nreported += n->reported;
+		if (!n->lost)
+			send_text(c, r, MSG_COMMAND, text);
+	}
+	free(text);
+	c->first_fail = -1;
+	c->end_code = 0;
+	c->end_reason[0] = '\0';
+	c->restart_wanted = false;
+	step(c, EV_RESTARTED, now);
+}
+
+/* ---- the end ----------------------------------------------------------------------- */
+
+enum coord_phase
+coord_phase(const struct coord *c)
+{
+	return c->phase;
+}
+
+const char *
+coord_phase_name(enum coord_phase p)
+{
+	return (unsigned)p <= COORD_DONE ? phase_names[p] : "?";
+}
+
+/* A member of the last attempt was lost: its part of the training never ended. */
+static bool
+member_lost(const struct coord *c)
+{
+	for (int r = 0; r < c->n; r++)
+		if (c->nodes[r].member && c->nodes[r].lost && !c->nodes[r].have_result)
+			return true;
+	return false;
+}
+
+const char *
+coord_state(const struct coord *c)
+{
+	if (c->phase < COORD_FINISHING)
+		return VIGIL_STATE_RUNNING;
+	if (c->end_code == VIGIL_EXIT_EXPIRED)
+		return VIGIL_STATE_EXPIRED;
+	for (int r = 0; r < c->n; r++)
+		if (c->nodes[r].have_result && c->nodes[r].agent_signal)
+			return VIGIL_STATE_STOPPED;
+	if (c->end_code == VIGIL_EXIT_REQUEUE) {
+		for (int r = 0; r < c->n; r++)
+			if (c->nodes[r].faulty && c->nodes[r].member)
+				return VIGIL_STATE_ERROR;
+		return VIGIL_STATE_STOPPED;  /* the batch system asked */
+	}
+	if (c->first_fail >= 0 || c->end_code || member_lost(c))
+		return VIGIL_STATE_ERROR;
+	return VIGIL_STATE_SUCCEEDED;
+}
+
+int
+coord_exit_code(const struct coord *c)
+{
+	if (c->end_code == VIGIL_EXIT_REQUEUE && c->o.max_resumes >= 0 &&
+	    c->o.resumes_done >= c->o.max_resumes)
+		return VIGIL_EXIT_NO_REQUEUE;  /* 最大续训次数 reached */
+	if (c->end_code)
+		return c->end_code;
+	if (c->first_fail >= 0) {
+		const struct cnode *n = &c->nodes[c->first_fail];
+
+		if (n->exit_code)
+			return n->exit_code;
+		if (n->agent_signal)
+			return 128 + n->agent_signal;
+	}
+	if (member_lost(c))
+		return VIGIL_EXIT_INTERNAL;
+	return 0;
+}
+
+const char *
+coord_host(const struct coord *c, int rank)
+{
+	if (rank < 0 || rank >= c->n || !c->nodes[rank].host)
+		return "?";
+	return c->nodes[rank].host;
+}
+
+bool
+coord_lost(const struct coord *c, int rank)
+{
+	return rank >= 0 && rank < c->n && c->nodes[rank].lost;
+}
+
+bool
+coord_faulty(const struct coord *c, int rank)
+{
+	return rank >= 0 && rank < c->n && c->nodes[rank].faulty;
+}
+
+int
+coord_up(const struct coord *c)
+{
+	return c->n - c->nlost;
+}
+
+int
+coord_nlost(const struct coord *c)
+{
+	return c->nlost;
+}
+
+int
+coord_members(const struct coord *c)
+{
+	int n = 0;
+
+	for (int r = 0; r < c->n; r++)
+		n += c->nodes[r].member;
+	return n;
+}
+
+bool
+coord_ending(const struct coord *c)
+{
+	return c->phase != COORD_RUNNING || c->nresults > 0;
+}
+
+bool
+coord_finalize_safe(const struct coord *c)
+{
+	return c->nlost == 0 && !c->never_arrived;
+}
+
+double
+coord_hold(const struct coord *c)
+{
+	return coord_exit_code(c) != 0 ? c->o.hold_s : 0;
+}
+
+/* "n3 (rank 2) lost, n2 (rank 1) left out" for the nodes that did not train to the end. */
+static void
+left_out(const struct coord *c, char *buf, size_t len)
+{
+	size_t used = 0;
+	int named = 0, more = 0;
+
+	buf[0] = '\0';
+	for (int r = 0; r < c->n; r++) {
+		const struct cnode *n = &c->nodes[r];
+		int w;
+
+		if (n->member)
+			continue;
+		if (named == NAMES_IN_LINE) {
+			more++;
+			continue;
+		}
+		w = snprintf(buf + used, len - used, "%s%s (rank %d) %s", used ? ", " : "", n->host,
+		             r, n->lost ? "lost" : "left out");
+		if (w < 0 || used + (size_t)w >= len)
+			break;
+		used += (size_t)w;
+		named++;
+	}
+	if (more && used + 24 < len)
+		snprintf(buf + used, len - used, " (+%d more)", more);
+}
+
+/* The one line that says how the job ended. */
+static void
+final_line(const struct coord *c, const char *state, int code, double now, char *msg,
+           size_t len)
+{
+	if (c->end_code) {
+		snprintf(msg, len, "job %s (exit %d%s): %.400s", state, code,
+		         code == VIGIL_EXIT_REQUEUE ? ", requeue" :
+		         code == VIGIL_EXIT_NO_REQUEUE ? ", resumes exhausted: do not requeue" : "",
+		         c->end_reason);
+	} else if (c->first_fail >= 0) {
+		const struct cnode *n = &c->nodes[c->first_fail];
+
+		snprintf(msg, len, "job %s: %s (rank %d) %s %d after %.1f s%s", state, n->host,
+		         c->first_fail, n->error ? "could not start the training, status" :
+		         "ended first, with status", code, n->seconds,
+		         c->restarts ? " (no restarts left)" : "");
+	} else {
+		int m = coord_members(c);
+		char out[400];
+
+		left_out(c, out, sizeof(out));
+		if (m == c->n)
+			snprintf(msg, len, "job %s on %d node%s in %.1f s", state, m, plural(m),
+			         now - c->t0);
+		else
+			snprintf(msg, len, "job %s on %d of %d nodes in %.1f s; %s", state, m, c->n,
+			         now - c->t0, out);
+	}
+}
+
+/* One message for a failure to start shared by many nodes, not one per node. */
+static void
+say_start_errors(struct coord *c)
+{
+	for (int r = 0; r < c->n; r++) {
+		const struct cnode *n = &c->nodes[r];
+		int same = 0;
+		bool first = true;
+
+		if (!n->have_result || !n->error)
+			continue;
+		for (int k = 0; k < c->n; k++) {
+			if (!c->nodes[k].error || strcmp(c->nodes[k].error, n->error) != 0)
+				continue;
+			if (k < r)
+				first = false;
+			same++;
+		}
+		if (first)
+			say(c, "vigil: %s (on %d of %d node%s)", n->error, same, c->n, plural(c->n));
+	}
+}
+
+/* Trainings told to save that gave no evidence of it (ckpt.h). */
+static void
+say_unconfirmed(struct coord *c)
+{
+	for (int r = 0; r < c->n; r++) {
+		const struct cnode *n = &c->nodes[r];
+		char msg[400];
+		cJSON *d;
+
+		if (!n->have_result || !n->ckpt || n->ckpt_confirmed)
+			continue;
+		snprintf(msg, sizeof(msg), "checkpoint not confirmed on %s (rank %d): %s", n->host, r,
+		         n->ckpt_why ? n->ckpt_why : "no evidence of a save");
+		say(c, "vigil: %s", msg);
+		d = cJSON_CreateObject();
+		cJSON_AddBoolToObject(d, "confirmed", false);
+		event(c, r, VIGIL_EVENT_CHECKPOINT, VIGIL_SEVERITY_WARNING, msg, d);
+	}
+}
+
+/* 调试终端: where to look, while the allocation is held. */
+static void
+say_hold(struct coord *c)
+{
+	say(c, "vigil: holding the allocation for %.0f s for debugging (SIGTERM ends it)",
+	    c->o.hold_s);
+	for (int r = 0; r < c->n; r++) {
+		const struct cnode *n = &c->nodes[r];
+
+		if (!n->faulty && !n->lost && !(n->have_result && n->exit_code))
+			continue;
+		if (c->o.job_id)
+			say(c, "vigil:   %s (rank %d): srun --jobid=%s -w %s --pty bash", n->host, r,
+			    c->o.job_id, n->host);
+		else
+			say(c, "vigil:   %s (rank %d): ssh %s", n->host, r, n->host);
+	}
+}
+
+void
+coord_finish(struct coord *c, int cycles, double now)
+{
+	const char *state = coord_state(c);
+	int code = coord_exit_code(c);
+	struct msg m = { .kind = MSG_FINAL };
+	char msg[1024], *text;
+	cJSON *d = cJSON_CreateObject();
+
+	if (c->phase != COORD_FINISHING)
+		return;
+	say_start_errors(c);
+	say_unconfirmed(c);
+	final_line(c, state, code, now, msg, sizeof(msg));
+	say(c, "vigil: %s", msg);
+	cJSON_AddStringToObject(d, "state", state);
+	cJSON_AddNumberToObject(d, "exit_code", code);
+	event(c, c->o.self, VIGIL_EVENT_JOB,
+	      strcmp(state, VIGIL_STATE_SUCCEEDED) ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_INFO,
+	      msg, d);
+	if (code != 0 && c->o.hold_s > 0)
+		say_hold(c);
+	m.u.final.exit_code = code;
+	m.u.final.state = state;
+	m.u.final.finalize = coord_finalize_safe(c);
+	m.u.final.hold = coord_hold(c);
+	m.u.final.cycles = cycles;
+	text = msg_encode(&m);
+	for (int r = 0; text && r < c->n; r++)
+		if (r != c->o.self && !c->nodes[r].lost)
+			send_text(c, r, MSG_FINAL, text);
+	free(text);
+	step(c, EV_FINISHED, now);
+}
+
+/* ---- the report -------------------------------------------------------------------- */
+
+static cJSON *
+tail_json(const struct cnode *n)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (int i = 0; a && i < n->ntail; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(n->tail[i]));
+	return a;
+}
+
+static cJSON *
+node_json(const struct coord *c, int r)
+{
+	const struct cnode *n = &c->nodes[r];
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "node", coord_host(c, r));
+	cJSON_AddNumberToObject(o, "rank", r);
+	if (!n->have_result) {
+		cJSON_AddStringToObject(o, "state", "lost");
+		return o;
+	}
+	cJSON_AddStringToObject(o, "state", n->idle ? "idle" :
+	                        n->exit_code ? VIGIL_STATE_ERROR : VIGIL_STATE_SUCCEEDED);
+	cJSON_AddNumberToObject(o, "exit_code", n->exit_code);
+	if (n->signal)
+		cJSON_AddStringToObject(o, "signal", sig_name(n->signal));
+	if (n->error)
+		cJSON_AddStringToObject(o, "error", n->error);
+	cJSON_AddNumberToObject(o, "seconds", n->seconds);
+	if (n->output_lost > 0)
+		cJSON_AddNumberToObject(o, "output_lost_bytes", n->output_lost);
+	if (n->tail)
+		cJSON_AddItemToObject(o, "stderr_tail", tail_json(n));
+	return o;
+}
+
+static void
+first_failure_json(const struct coord *c, cJSON *r)
+{
+	const struct cnode *n;
+	cJSON *ff;
+
+	if (c->first_fail < 0) {
+		cJSON_AddNullToObject(r, "first_failure");
+		return;
+	}
+	n = &c->nodes[c->first_fail];
+	ff = cJSON_AddObjectToObject(r, "first_failure");
+	cJSON_AddStringToObject(ff, "node", coord_host(c, c->first_fail));
+	cJSON_AddNumberToObject(ff, "rank", c->first_fail);
+	cJSON_AddNumberToObject(ff, "exit_code", n->exit_code);
+	if (n->signal)
+		cJSON_AddStringToObject(ff, "signal", sig_name(n->signal));
+	if (n->error)
+		cJSON_AddStringToObject(ff, "error", n->error);
+	if (n->tail)
+		cJSON_AddItemToObject(ff, "stderr_tail", tail_json(n));
+}
+
+/* "checkpoint": which nodes' trainings were told to save, and which gave no evidence. */
+static void
+checkpoint_json(const struct coord *c, cJSON *r)
+{
+	cJSON *ck = NULL, *conf = NULL, *unconf = NULL;
+
+	for (int k = 0; k < c->n; k++) {
+		const struct cnode *n = &c->nodes[k];
+		cJSON *x;
+
+		if (!n->have_result || !n->ckpt)
+			continue;
+		if (!ck) {
+			ck = cJSON_AddObjectToObject(r, "checkpoint");
+			conf = cJSON_AddArrayToObject(ck, "confirmed");
+			unconf = cJSON_AddArrayToObject(ck, "not_confirmed");
+		}
+		if (n->ckpt_confirmed) {
+			cJSON_AddItemToArray(conf, cJSON_CreateString(coord_host(c, k)));
+			continue;
+		}
+		x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "node", coord_host(c, k));
+		cJSON_AddNumberToObject(x, "rank", k);
+		cJSON_AddStringToObject(x, "why", n->ckpt_why ? n->ckpt_why : "");
+		cJSON_AddItemToArray(unconf, x);
+	}
+}
+
+cJSON *
+coord_report(const struct coord *c, double now)
+{
+	cJSON *r = cJSON_CreateObject(), *nodes, *fn;
+	double lost = 0;
+
+	if (!r)
+		return NULL;
+	cJSON_AddStringToObject(r, "state", coord_state(c));
+	cJSON_AddNumberToObject(r, "exit_code", coord_exit_code(c));
+	cJSON_AddNumberToObject(r, "seconds", now - c->t0);
+	cJSON_AddNumberToObject(r, "nodes_total", c->n);
+	cJSON_AddNumberToObject(r, "nodes_trained", coord_members(c));
+	nodes = cJSON_AddArrayToObject(r, "nodes");
+	for (int k = 0; nodes && k < c->n; k++)
+		cJSON_AddItemToArray(nodes, node_json(c, k));
+	if (c->end_reason[0])
+		cJSON_AddStringToObject(r, "reason", c->end_reason);
+	fn = cJSON_AddArrayToObject(r, "faulty_nodes");
+	for (int k = 0; fn && k < c->n; k++)
+		if (c->nodes[k].faulty)
+			cJSON_AddItemToArray(fn, cJSON_CreateString(coord_host(c, k)));
+	cJSON_AddNumberToObject(r, "restarts", c->restarts);
+	cJSON_AddItemToObject(r, "attempts", cJSON_Duplicate(c->attempts, 1));
+	cJSON_AddNumberToObject(r, "resumes", c->o.resumes_done);
+	first_failure_json(c, r);
+	checkpoint_json(c, r);
+	/* a reader of the output that went away (`vigil run | head`): the
+	 * job went on, and the report says what was not seen */
+	for (int k = 0; k < c->n; k++)
+		lost += c->nodes[k].output_lost;
+	cJSON_AddNumberToObject(r, "output_lost_bytes", lost);
+	return r;
+}
+
+char *
+coord_exclude_list(const struct coord *c)
+{
+	size_t len = 1;
+	char *list, *p;
+
+	for (int r = 0; r < c->n; r++)
+		if (c->nodes[r].faulty)
+			len += strlen(coord_host(c, r)) + 1;
+	list = p = malloc(len);
+	if (!list)
+		return NULL;
+	for (int r = 0; r < c->n; r++)
+		if (c->nodes[r].faulty)
+			p += sprintf(p, "%s\n", coord_host(c, r));
+	*p = '\0';
+	return list;
+}

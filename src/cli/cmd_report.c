@@ -1,0 +1,139 @@
+/*
+ * cmd_report.c - `vigil report`: the summary, JSON or plot of an event log.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "vigil.h"
+#include "cli/cmd.h"
+#include "lib/json.h"
+#include "lib/util.h"
+#include "report/report.h"
+
+static const char report_usage[] =
+"usage: vigil report EVENTS [--json] [--plot FILE.svg]\n"
+"\n"
+"Summarise the event log of a job (vigil run --events EVENTS; - reads\n"
+"standard input): its state, nodes, faults, checkpoints, performance and\n"
+"alerts.\n"
+"\n"
+"  --json            print one JSON object instead of the summary\n"
+"  --plot FILE.svg   also draw e2e time per node over iterations, with alerts\n";
+
+/* The plot through the atomic writer: a link or file another user
+ * planted at PATH is replaced, never followed or written into. */
+static int
+write_plot(const struct report *r, const char *path)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&text, &len);
+	int rc;
+
+	if (!fp) {
+		fprintf(stderr, "vigil report: cannot write %s: %s\n", path, strerror(errno));
+		return VIGIL_EXIT_INTERNAL;
+	}
+	rc = report_plot(r, fp);
+	if (fclose(fp) != 0 && rc == 0)
+		rc = -ENOMEM;
+	if (rc == 0)
+		rc = util_write_atomic(path, text, len, 0644);
+	free(text);
+	if (rc < 0) {
+		fprintf(stderr, "vigil report: cannot write %s: %s\n", path, strerror(-rc));
+		return VIGIL_EXIT_INTERNAL;
+	}
+	return VIGIL_EXIT_OK;
+}
+
+/* A warning per torn line (the first ones): the summary counts them, but
+ * a log that lost events to a full disk deserves to be said so. */
+static void
+warn_torn(const struct report *r, const char *path)
+{
+	const size_t *at;
+	size_t n, total = report_torn(r, &at, &n);
+
+	for (size_t i = 0; i < n; i++)
+		fprintf(stderr, "vigil report: warning: %s, line %zu: a torn event (cut short, the "
+		        "next event written on after it, as a full disk leaves): its first part "
+		        "is skipped, the event after it is read\n", path, at[i]);
+	if (total > n)
+		fprintf(stderr, "vigil report: warning: %s: %zu more torn lines\n", path, total - n);
+}
+
+int
+cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "plot", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path, *plot = NULL;
+	struct report *r = NULL;
+	bool json = false;
+	int c, rc;
+
+	/* 0, not 1: GNU getopt starts over completely (the command may be
+	 * called more than once in a process, as the tests do). */
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = true; break;
+		case 'p': plot = optarg; break;
+		case 'h': fputs(report_usage, stdout); return VIGIL_EXIT_OK;
+		case ':': return cmd_usage_error("report", "%s needs an argument", argv[optind - 1]);
+		default: return cmd_usage_error("report", "invalid option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return cmd_usage_error("report", "which event log? (EVENTS is missing)");
+	if (optind + 1 < argc)
+		return cmd_usage_error("report", "unexpected argument '%s'", argv[optind + 1]);
+	path = argv[optind];
+	if (plot && !*plot)
+		return cmd_usage_error("report", "--plot needs a file name");
+
+	rc = report_load(path, &r);
+	if (rc < 0) {
+		fprintf(stderr, "vigil report: cannot read %s: %s\n",
+		        strcmp(path, "-") ? path : "standard input", strerror(-rc));
+		return VIGIL_EXIT_INTERNAL;
+	}
+	warn_torn(r, strcmp(path, "-") ? path : "standard input");
+	if (json) {
+		cJSON *o = report_json(r);
+		char *text = o ? json_print(o, true) : NULL;
+
+		cJSON_Delete(o);
+		if (!text) {
+			fputs("vigil report: out of memory\n", stderr);
+			report_free(r);
+			return VIGIL_EXIT_INTERNAL;
+		}
+		fputs(text, stdout);
+		fputc('\n', stdout);
+		free(text);
+		rc = fflush(stdout) == 0 && !ferror(stdout) ? 0 : -EIO;
+	} else {
+		rc = report_print(r, stdout);
+	}
+	if (rc < 0) {
+		fprintf(stderr, "vigil report: cannot write the summary: %s\n", strerror(EIO));
+		report_free(r);
+		return VIGIL_EXIT_INTERNAL;
+	}
+	rc = plot ? write_plot(r, plot) : VIGIL_EXIT_OK;
+	report_free(r);
+	return rc;
+}

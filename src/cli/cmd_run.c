@@ -1,0 +1,554 @@
+/*
+ * cmd_run.c - `vigil run`: its command line, laid over the configuration
+ * file's "run" section and held to the site's limits, then run_job().
+ *
+ * Every option but the check flags is a row of opts_run_table (opts.h):
+ * the getopt table is built from it, and one parser serves the command
+ * line and the file.  Precedence: defaults < file < command line, then
+ * "run.limits" over all.
+ */
+#include "autoconf.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vigil.h"
+#include "agent/run.h"
+#include "cli/cmd.h"
+#include "conf/config.h"
+#include "conf/opts.h"
+#include "launch/cmdline.h"
+#include "lib/log.h"
+#include "prep/batch.h"
+#include "prep/hooks.h"
+#include "prep/prep.h"
+#include "prep/stage.h"
+
+static const char run_usage[] =
+"usage: mpirun --map-by ppr:1:node vigil run [OPTIONS] -- COMMAND [ARGS...]\n"
+"\n"
+"Pre-check every node, then start COMMAND on every node with the chosen\n"
+"mode's environment, pass its output through, forward signals, and end the\n"
+"job with one status when the training ends or fails anywhere.\n"
+"\n"
+"Durations (TIME): 90 (seconds), 20s, 15m, 2h, 1d, MM:SS, HH:MM:SS, D-HH:MM:SS.\n"
+"\n"
+"  --mode MODE         pytorch (default), deepspeed, horovod, tensorflow, single\n"
+"  --precheck LEVEL    no-go on: fail (default), warn, or off (no pre-check)\n"
+"  --grace TIME        from TERM to KILL when stopping the training (default 30s)\n"
+"  --forward SIG=SIG   deliver a signal to the training as another (e.g. USR1=USR2)\n"
+"  --master-addr ADDR  MASTER_ADDR (default: the coordinator's address)\n"
+"  --master-port PORT  MASTER_PORT (default: a free port on the coordinator)\n"
+"  --ps N              tensorflow: N parameter servers (default 0: AllReduce)\n"
+"  --torch-launcher L  pytorch: launch (default: torch.distributed.launch, passes\n"
+"                      --local_rank) or run (torch.distributed.run: LOCAL_RANK only)\n"
+"  --tf-port PORT      tensorflow: each task's port (default 2222)\n"
+"  --run-dir DIR       where hostfiles go: a directory of your own, mode 0700 (default:\n"
+"                      a new private one in $TMPDIR, removed at the end)\n"
+"  --hostfile PATH     deepspeed/horovod hostfile (default RUN-DIR/hostfile)\n"
+"  --mpich-hostfile PATH  horovod MPICH hostfile (default RUN-DIR/mpich_hostfile)\n"
+"  --tag-output        prefix every line of output with [NODE:RANK]\n"
+"  --output WHO        all (default): every node's stdout; coordinator: rank 0's only\n"
+"                      (stderr from every node is always shown)\n"
+"  --report FILE       the coordinator writes the job's final report (JSON)\n"
+"  --events FILE       the coordinator appends events (JSON lines)\n"
+"                      (FILE may hold %j the job, %n the node, %u the user)\n"
+"  --dry-run           print each node's environment, files and command; run nothing\n"
+"\n"
+"Resilience:\n"
+"  --resume            checkpoint and requeue on a fault, a lost node, the checkpoint\n"
+"                      signal or the time limit (exit 81 requeue, 82 resumes\n"
+"                      exhausted, 83 expired)\n"
+"  --ckpt-signal SIG   what the training gets to save (default USR1)\n"
+"  --ckpt-confirm HOW  what a save looks like: file:PATH (the training touches PATH)\n"
+"                      or output:REGEX (it prints a matching line); default: exit 0\n"
+"  --time-limit TIME   the job's time limit; default SLURM_JOB_END_TIME when set\n"
+"  --ckpt-lead TIME    checkpoint this long before the time limit (default 60s)\n"
+"  --max-resumes N     requeue at most N times (SLURM_RESTART_COUNT or --state)\n"
+"  --state FILE        count requeues here when SLURM_RESTART_COUNT is not set\n"
+"  --exclude-file FILE write the faulty nodes' hostnames here (sbatch --exclude)\n"
+"  --restart N         fault restart: start the training again up to N times\n"
+"  --min-nodes M       elastic: run on the healthy nodes if at least M remain\n"
+"  --inspect-interval TIME  inspect boards and NICs this often (default 30s; 0 off)\n"
+"  --ckpt-dir DIR      inspect the space left in the checkpoint directory\n"
+"  --heartbeat TIME    heartbeat interval (default 5s, at least 0.1s)\n"
+"  --heartbeat-timeout TIME  a node silent this long is lost (default 30s)\n"
+"  --hold-on-failure TIME  keep the allocation this long after an abnormal end\n"
+"  --no-nudge          no UDP wake-ups between agents (MPI read every 80 ms when idle)\n"
+"\n"
+"Performance (timing lines: \"this iteration hardware time is H and e2e time is E ms.\"):\n"
+"  --perf-threshold R  alert when hardware/e2e is above R (see --perf-compare)\n"
+"  --perf-compare WAY  above (default, as the platform) or below (low utilisation)\n"
+"  --perf-window W     for W consecutive iterations (default 5)\n"
+"  --straggler-pct P   name a node whose e2e is P% above the nodes' median\n"
+"  --perf-action WHAT  alert (default), or reschedule: checkpoint and requeue\n"
+"  --notify CMD        run CMD on the coordinator per alert, the alert as JSON on stdin\n"
+"  --metrics FILE      keep a Prometheus textfile of the current figures\n"
+"  --summary-interval TIME  one summary line this often (default 60s; 0 off)\n"
+"  --perf-interval TIME  reduce the timings across nodes this often (default 1s)\n"
+"  -v, --verbose       diagnostics, and where each setting came from\n"
+"\n"
+"Pre-check options (as for `vigil check`): --config, --sysfs-root, --topology,\n"
+"--slots, --nic, --ib, --path, --timeout.  The configuration's \"run\" section\n"
+"sets these options for the site; the command line overrides it, within the\n"
+"site's \"run.limits\" (vigil.conf(5)).\n";
+
+/* getopt values of the table's rows: OPT_BASE + row */
+#define OPT_BASE 1000
+/* the repeatable options outside the table */
+#define OPT_STAGE 900
+#define OPT_HOOK 901
+/* Templates expanded for one job: report, events, metrics. */
+#define OWNED_MAX 8
+
+struct run_cli {
+	struct run_opts *o;
+	struct config *cfg;
+	struct cmd_check_flags f;
+	unsigned char src[64];     /* enum opts_src per row of opts_run_table */
+	char node[256];
+	char *owned[OWNED_MAX];    /* expanded templates, freed with the rest */
+	size_t nowned;
+	const struct opts_run *bare_opt; /* a bare number under a minute, and its text */
+	const char *bare_arg;
+	bool limited[64];          /* per row: lowered to the site's limit */
+	struct batch_task task;    /* --batch: this run's sub-task */
+};
+
+/*
+ * Whether this agent says what every agent would: warnings about the
+ * options are the same on every node, so only the first rank (or an agent
+ * started alone) prints them, not one line per node.
+ */
+static bool
+speaks(void)
+{
+	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK" };
+
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i]);
+
+		if (v && *v)
+			return strcmp(v, "0") == 0;
+	}
+	return true;
+}
+
+static void
+warn(void *arg, const char *msg)
+{
+	(void)arg;
+	if (speaks())
+		fprintf(stderr, "vigil run: warning: %s\n", msg);
+}
+
+/* The getopt table: the check flags, a row per option, --help. */
+static void
+long_options(struct option *out)
+{
+	static const struct option check[] = { CMD_CHECK_OPTIONS };
+	size_t n = 0;
+
+	for (size_t i = 0; i < CMD_CHECK_NOPTIONS; i++)
+		out[n++] = check[i];
+	for (size_t i = 0; i < opts_run_count; i++) {
+		const struct opts_run *opt = &opts_run_table[i];
+
+		out[n].name = opt->name;
+		out[n].has_arg = opt->kind == OPTS_FLAG ? no_argument : required_argument;
+		out[n].flag = NULL;
+		out[n].val = OPT_BASE + (int)i;
+		n++;
+	}
+	out[n++] = (struct option){ "stage", required_argument, NULL, OPT_STAGE };
+	out[n++] = (struct option){ "hook", required_argument, NULL, OPT_HOOK };
+	out[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	out[n] = (struct option){ NULL, 0, NULL, 0 };
+}
+
+/* "3 days" given quoted: the unit belongs to the number ("3d"). */
+static void
+unit_hint(const char *text, char *buf, size_t len)
+{
+	const char *sp = strchr(text, ' ');
+	char num[32];
+	double v;
+
+	buf[0] = '\0';
+	if (!sp || (size_t)(sp - text) >= sizeof(num))
+		return;
+	memcpy(num, text, (size_t)(sp - text));
+	num[sp - text] = '\0';
+	while (*sp == ' ')
+		sp++;
+	if (opts_number(num, 0, 1e18, &v) == 0 && opts_unit_word(sp))
+		snprintf(buf, len, "; write %s%c, without a space", num, tolower((unsigned char)*sp));
+}
+
+/* One option from the command line.  0, or an exit status after a message. */
+static int
+take_option(struct run_cli *c, const struct opts_run *opt, const char *arg, bool *bare)
+{
+	char why[320], hint[64];
+	int rc = opts_run_set(opt, arg, c->o, bare, why, sizeof(why));
+
+	if (rc == -EINVAL) {
+		unit_hint(arg ? arg : "", hint, sizeof(hint));
+		return cmd_usage_error("run", "--%s needs %s, got '%s'%s", opt->name,
+		                       strncmp(why, "expected ", 9) == 0 ? why + 9 : why,
+		                       arg ? arg : "", hint);
+	}
+	if (rc < 0)
+		return cmd_usage_error("run", "--%s: %s", opt->name, why);
+	c->src[opt - opts_run_table] = OPTS_SRC_FLAG;
+	if (opt->flags & OPTS_BARE_WARN) {
+		c->bare_opt = *bare && opts_run_get(opt, c->o) < 60 ? opt : NULL;
+		c->bare_arg = arg;
+	}
+	return 0;
+}
+
+/* "--time-limit 3" is three seconds: likely not what a Slurm user meant. */
+static void
+warn_bare(const struct run_cli *c)
+{
+	const char *a = c->bare_arg;
+	char msg[320];
+
+	if (!c->bare_opt)
+		return;
+	snprintf(msg, sizeof(msg), "--%s %s is %s second%s (a number without a unit is seconds, "
+	         "not minutes as in Slurm); write %sm, %sh or %sd for minutes, hours or days",
+	         c->bare_opt->name, a, a, strcmp(a, "1") ? "s" : "", a, a, a);
+	warn(NULL, msg);
+}
+
+/*
+ * getopt stops at the first word that is not an option, so in
+ * `--time-limit 3 days -- train.py` the limit is 3 seconds and "days" the
+ * command.  Refuse that: a unit word right after a bare number.
+ */
+static int
+stray_unit(char **argv, int argc, int last, const char *value, bool bare)
+{
+	const struct opts_run *opt = last >= 0 ? &opts_run_table[last] : NULL;
+
+	if (!opt || opt->kind != OPTS_DURATION || !bare || optind >= argc ||
+	    strcmp(argv[optind - 1], "--") == 0 || !opts_unit_word(argv[optind]))
+		return 0;
+	return cmd_usage_error("run", "--%s %s %s: the unit belongs to the number, as in "
+	                       "--%s %s%c; as written, '%s' would be run as the command",
+	                       opt->name, value, argv[optind], opt->name, value,
+	                       tolower((unsigned char)argv[optind][0]), argv[optind]);
+}
+
+/*
+ * --stage NAME=SRC and --hook SPEC, repeatable: checked here, kept as
+ * given.  1 when CH is one of them and was taken, 0 when it is not, or
+ * an exit status after a message.
+ */
+static int
+take_listed(struct run_cli *c, int ch, const char *arg)
+{
+	struct stage_set set;
+	struct config_hook h;
+	char name[64], other[64], why[320];
+
+	if (ch != OPT_STAGE && ch != OPT_HOOK)
+		return 0;
+	if ((ch == OPT_STAGE ? c->o->nstage : c->o->nhook) == RUN_LIST_MAX)
+		return cmd_usage_error("run", "at most %d --%s options", RUN_LIST_MAX,
+		                       ch == OPT_STAGE ? "stage" : "hook");
+	if (ch == OPT_HOOK) {
+		if (hooks_parse_spec(arg, &h, why, sizeof(why)) < 0)
+			return cmd_usage_error("run", "--hook '%s': %s", arg, why);
+		hooks_spec_free(&h);
+		c->o->hook[c->o->nhook++] = arg;
+		return 1;
+	}
+	if (stage_parse(arg, &set, name, sizeof(name), why, sizeof(why)) < 0)
+		return cmd_usage_error("run", "--stage '%s': %s", arg, why);
+	for (int i = 0; i < c->o->nstage; i++) {
+		size_t n = strcspn(c->o->stage[i], "=");
+
+		snprintf(other, sizeof(other), "%.*s", (int)n, c->o->stage[i]);
+		if (strcmp(other, name) == 0)
+			return cmd_usage_error("run", "--stage %s given twice: each dataset needs a "
+			                       "name of its own", name);
+	}
+	c->o->stage[c->o->nstage++] = arg;
+	return 1;
+}
+
+/* The command line into C.  0, -1 after --help, or an exit status. */
+static int
+parse_args(int argc, char **argv, struct run_cli *c)
+{
+	struct option longopts[CMD_CHECK_NOPTIONS + 64 + 4];
+	const struct opts_run *verbose = opts_run_find("verbose");
+	const char *value = NULL;
+	bool bare = false;
+	int ch, rc, last = -1;
+
+	long_options(longopts);
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "+vh", longopts, NULL)) != -1) {
+		rc = cmd_check_flag("run", ch, optarg, &c->f);
+		last = -1;
+		if (rc == 1)
+			continue;
+		if (rc > 1)
+			return rc;
+		if (ch == 'h') {
+			fputs(run_usage, stdout);
+			return -1;
+		}
+		if (ch == 'v')
+			ch = OPT_BASE + (int)(verbose - opts_run_table);
+		rc = take_listed(c, ch, optarg);
+		if (rc == 1)
+			continue;
+		if (rc > 1)
+			return rc;
+		if (ch < OPT_BASE || ch >= OPT_BASE + (int)opts_run_count)
+			return cmd_usage_error("run", "invalid option");
+		rc = take_option(c, &opts_run_table[ch - OPT_BASE], optarg, &bare);
+		if (rc != 0)
+			return rc;
+		last = ch - OPT_BASE;
+		value = optarg;
+	}
+	rc = stray_unit(argv, argc, last, value, bare);
+	if (rc != 0)
+		return rc;
+	warn_bare(c);
+	if (optind >= argc && !c->o->batch)
+		return cmd_usage_error("run", "no command: give it after --, e.g. vigil run -- python3 train.py");
+	if (optind < argc && c->o->batch)
+		return cmd_usage_error("run", "--batch %s gives each sub-task's command: nothing may "
+		                       "follow the options", c->o->batch);
+	return 0;
+}
+
+/* Letters, digits, '-', '_' and '.': safe inside a file name. */
+static bool
+name_safe(const char *s)
+{
+	if (!s || !*s || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return false;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
+	       strlen(s);
+}
+
+/*
+ * Expand %j, %n and %u in the template options.  The job is SLURM_JOB_ID,
+ * else this process's id (as run_job() names the job: only the coordinator
+ * writes these files); the user comes from the password database, not the
+ * environment.  0, or an exit status after a message.
+ */
+static int
+expand_templates(struct run_cli *c)
+{
+	const char *job_env = getenv("SLURM_JOB_ID");
+	struct passwd *pw = getpwuid(getuid());
+	char job[32], user[64], path[4096];
+
+	if (job_env && *job_env && !name_safe(job_env))
+		return cmd_usage_error("run", "SLURM_JOB_ID holds more than letters, digits, '-', "
+		                       "'_' and '.': refused in a file name");
+	snprintf(job, sizeof(job), "%.31s", job_env && *job_env ? job_env : "");
+	if (!job[0])
+		snprintf(job, sizeof(job), "%ld", (long)getpid());
+	if (pw && name_safe(pw->pw_name))
+		snprintf(user, sizeof(user), "%.63s", pw->pw_name);
+	else
+		snprintf(user, sizeof(user), "%lu", (unsigned long)getuid());
+	for (const struct opts_run *opt = opts_run_table; opt->name; opt++) {
+		const char **field = (const char **)(void *)((char *)c->o + opt->off);
+		int rc;
+
+		if (opt->kind != OPTS_TEMPLATE || !*field || !strchr(*field, '%'))
+			continue;
+		rc = opts_expand(*field, job, c->node, user, path, sizeof(path));
+		if (rc < 0)
+			return cmd_usage_error("run", "--%s %s: %s", opt->name, *field, rc == -ENAMETOOLONG ?
+			                       "the path is too long once expanded" : "a bad %% sequence");
+		if (c->nowned == OWNED_MAX || !(c->owned[c->nowned] = strdup(path))) {
+			LOG_ERR("out of memory");
+			return VIGIL_EXIT_INTERNAL;
+		}
+		*field = c->owned[c->nowned++];
+	}
+	return 0;
+}
+
+/* With --verbose: each setting the file, the command line or a limit
+ * chose, and where from, so that a site's defaults and limits can be seen
+ * at work. */
+static void
+show_settings(const struct run_cli *c)
+{
+	const char *file = c->cfg->origin ? c->cfg->origin : "the configuration";
+	char v[256], key[64];
+
+	if (!c->o->verbose || !speaks())
+		return;
+	for (size_t i = 0; i < opts_run_count; i++) {
+		const struct opts_run *opt = &opts_run_table[i];
+
+		if (c->src[i] == OPTS_SRC_DEFAULT && !c->limited[i])
+			continue;
+		opts_run_show(opt, c->o, v, sizeof(v));
+		opts_run_key(opt, key, sizeof(key));
+		fprintf(stderr, "vigil run: --%s %s (%s%s%s%s%s)\n", opt->name, v,
+		        c->src[i] == OPTS_SRC_FILE ? "run." : "",
+		        c->src[i] == OPTS_SRC_FILE ? key : c->src[i] == OPTS_SRC_FLAG ?
+		        "command line" : "default",
+		        c->src[i] == OPTS_SRC_FILE ? " in " : "",
+		        c->src[i] == OPTS_SRC_FILE ? file : "",
+		        c->limited[i] ? ", lowered to the site's limit" : "");
+	}
+}
+
+/* The site's limits over everything, noting which values they lowered. */
+static void
+limit(struct run_cli *c)
+{
+	double before[64];
+
+	for (size_t i = 0; i < opts_run_count; i++)
+		before[i] = opts_run_get(&opts_run_table[i], c->o);
+	opts_run_clamp(c->cfg, c->o, c->src, warn, NULL);
+	for (size_t i = 0; i < opts_run_count; i++)
+		c->limited[i] = opts_run_get(&opts_run_table[i], c->o) < before[i];
+}
+
+/* After the command line: the file, the limits, the rules between options. */
+static int
+settle(struct run_cli *c)
+{
+	char why[512];
+	int rc;
+
+	rc = cmd_check_flags_apply("run", &c->f, c->cfg);
+	if (rc != 0)
+		return rc;
+	if (opts_run_apply_config(c->cfg, c->o, c->src, why, sizeof(why)) < 0) {
+		fprintf(stderr, "vigil: configuration error: %s\n", why);
+		return VIGIL_EXIT_CONFIG;
+	}
+	limit(c);
+	rc = expand_templates(c);
+	if (rc != 0)
+		return rc;
+	if (opts_run_verify(c->o, c->src, c->cfg->origin, why, sizeof(why)) < 0)
+		return cmd_usage_error("run", "%s", why);
+	show_settings(c);
+	return 0;
+}
+
+/* --batch: this run's sub-task, its working directory and output. */
+static int
+take_batch(struct run_cli *c)
+{
+	char err[600];
+	int index;
+
+	if (batch_index(c->o->batch_index, &index, err, sizeof(err)) < 0)
+		return cmd_usage_error("run", "%s", err);
+	if (batch_load(c->o->batch, index, c->o->output_dir, &c->task, err, sizeof(err)) < 0) {
+		fprintf(stderr, "vigil run: %s\n", err);
+		return VIGIL_EXIT_USAGE;
+	}
+	c->o->workdir = c->task.algorithm;
+	c->o->output_dir = c->task.output;
+	return 0;
+}
+
+/*
+ * Before MPI starts (no threads yet): the variables the training finds
+ * its data and outputs by, and the output directory.  0 or an exit
+ * status after a message.
+ */
+static int
+platform_env(struct run_cli *c)
+{
+	char err[600];
+
+	if (prep_setenv(c->o, err, sizeof(err)) < 0)
+		return cmd_usage_error("run", "%s", err);
+	if (c->o->output_dir && !c->o->dry_run &&
+	    batch_make_output(c->o->output_dir, err, sizeof(err)) < 0) {
+		fprintf(stderr, "vigil run: %s\n", err);
+		return VIGIL_EXIT_USAGE;
+	}
+	if (batch_setenv(c->o->batch ? &c->task : NULL, c->o->output_dir) < 0) {
+		LOG_ERR("cannot set the batch's variables: out of memory");
+		return VIGIL_EXIT_INTERNAL;
+	}
+	return 0;
+}
+
+/* Returns 0, -1 after --help, or an exit status. */
+static int
+run_parse(int argc, char **argv, struct run_cli *c)
+{
+	char err[1024], **cargv;
+	int rc, cargc;
+
+	rc = parse_args(argc, argv, c);
+	if (rc != 0)
+		return rc;
+	cargc = argc - optind;
+	cargv = argv + optind;
+	if (c->o->batch) {
+		rc = take_batch(c);
+		if (rc != 0)
+			return rc;
+		cargc = c->task.argc;
+		cargv = c->task.argv;
+	}
+	if (cmdline_check(cargc, cargv, &c->o->cmd, err, sizeof(err)) < 0) {
+		fprintf(stderr, "vigil run: %s\n", err);
+		return VIGIL_EXIT_USAGE;
+	}
+	rc = cmd_node_name(c->node, sizeof(c->node));
+	if (rc != 0)
+		return rc;
+	c->o->node = c->node;
+	c->o->topology = c->f.topology;
+	rc = settle(c);
+	return rc != 0 ? rc : platform_env(c);
+}
+
+int
+cmd_run(int argc, char **argv)
+{
+	struct run_opts o;
+	struct config cfg;
+	struct run_cli c = { .o = &o, .cfg = &cfg };
+	int rc;
+
+	run_opts_init(&o);
+	config_init(&cfg);
+	rc = run_parse(argc, argv, &c);
+	if (rc == 0) {
+		if (o.verbose)
+			log_set_level(LOG_LEVEL_INFO);
+		rc = run_job(&o, &cfg, &argc, &argv);
+	} else if (rc < 0) {
+		rc = VIGIL_EXIT_OK;
+	}
+	cmdline_free(o.cmd);
+	batch_task_free(&c.task);
+	cmd_check_flags_free(&c.f);
+	for (size_t i = 0; i < c.nowned; i++)
+		free(c.owned[i]);
+	config_free(&cfg);
+	return rc;
+}

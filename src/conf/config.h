@@ -1,0 +1,194 @@
+/*
+ * config.h - vigil's configuration: expected values and thresholds.
+ *
+ * A configuration starts from config_init()'s defaults, is overlaid by a
+ * JSON file (--config FILE, format in doc/vigil.conf.5), and then by
+ * command-line flags, which the commands (cmd_*.c) write into the struct
+ * directly.  The "run" section holds `vigil run`'s options as the site
+ * sets them; they are checked here, against the table in opts.h, and laid
+ * under the command line by opts_run_apply_config().
+ *
+ * The struct owns every string and array in it; config_free() releases
+ * them.  Sizes are in the unit their name says; 0 (or an empty list)
+ * switches a threshold off unless noted.
+ */
+#ifndef VIGIL_CONFIG_H
+#define VIGIL_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lib/verdict.h"
+
+struct config_path {
+	char *path;                /* a directory that must be usable */
+	long long min_free_mb;     /* free space for unprivileged users */
+	long long min_free_inodes;
+	bool writable;             /* default true: a file can be created there */
+};
+
+struct opts_run;
+
+/* "hooks": the lifecycle scripts of `vigil run` (生命周期脚本), by phase. */
+enum config_hook_phase {
+	CONFIG_HOOK_PRECHECK,    /* before the pre-check */
+	CONFIG_HOOK_PRELAUNCH,   /* after the staging, before the launch */
+	CONFIG_HOOK_CHECKPOINT,  /* the training is told to save */
+	CONFIG_HOOK_REQUEUE,     /* the job ends to be requeued (81) */
+	CONFIG_HOOK_END,         /* the job ended, with its state and status */
+};
+#define CONFIG_HOOK_NPHASES 5
+
+/* "pre-check", "pre-launch", "checkpoint", "requeue", "end", by phase. */
+extern const char *const config_hook_phase_names[CONFIG_HOOK_NPHASES];
+
+struct config_hook {
+	int phase;                 /* enum config_hook_phase */
+	char *command;             /* run with /bin/sh -c */
+	bool coordinator;          /* on the coordinator only; default: on every node */
+	bool warn;                 /* a failure warns; default: it fails (vigil.conf(5)) */
+	double timeout_s;          /* 0: vigil run's --hook-timeout */
+};
+
+/* One value of the "run" section, or one of "run.limits" (opts.h). */
+struct config_setting {
+	const struct opts_run *opt; /* the option, a row of opts_run_table */
+	char *text;                /* a string value as given; NULL for a number or boolean */
+	double num;                /* a number (true: 1), and always a limit's value (seconds
+	                            * for durations) */
+};
+
+/* A required version: exactly VERSION, or with MINIMUM, VERSION or later. */
+struct config_version {
+	char version[64];          /* "550.54.15"; "" when nothing is required */
+	bool minimum;              /* written ">=550.54.15" */
+};
+
+/* The vendors of "check.slots.driver_version", in the order of enum slot_vendor. */
+#define CONFIG_NVENDORS 3
+
+/*
+ * "check.boards": what the vendors' libraries say about each board (see
+ * vhealth.h).  A verdict of VERDICT_PASS switches a finding off.
+ */
+struct config_boards {
+	bool enabled;              /* ask the libraries (live system only); default true */
+	char *nvml_library;        /* absolute paths; NULL: the default names */
+	char *rocm_smi_library;
+	char *cndev_library;
+	enum verdict lost;         /* fallen off the bus, or not seen by the library; FAIL */
+	enum verdict unresponsive; /* a library that does not answer in time; WARN */
+	int *xid_fail;             /* XIDs that fail (default: those that need a reset) */
+	size_t nxid_fail;
+	enum verdict xid_other;    /* any other XID; WARN */
+	enum verdict ecc_uncorrectable;     /* uncorrectable ECC errors; FAIL */
+	long long ecc_correctable_max;      /* correctable errors above this warn; -1 off */
+	long long ecc_correctable_rise;     /* while running: a rise above this warns; -1 off */
+	enum verdict retired_pages_pending; /* FAIL */
+	enum verdict row_remap_pending;     /* FAIL */
+	enum verdict row_remap_failure;     /* FAIL */
+	enum verdict recovery_action;       /* the driver asks for a reset, reboot, drain; FAIL */
+	enum verdict throttle;              /* thermal, power-brake or HW slowdown; WARN */
+	enum verdict temperature;           /* within the margin of the slowdown point; WARN */
+	long long temperature_margin_c;     /* default 5 */
+	long long nvlink_expected;          /* active NVLinks per board; -1: not checked */
+	enum verdict nvlink_down;           /* FAIL */
+	long long nvlink_errors_rise;       /* while running: a rise above this warns; -1 off */
+	enum verdict health;                /* CNDev health state not good; FAIL */
+};
+
+struct config {
+	/* where sysfs and procfs are read from: "<root>/sys", "<root>/proc" */
+	char *sysfs_root;          /* default "/" */
+
+	/* "check.slots" */
+	int slots_expected;        /* -1: not set (no minimum) */
+	enum verdict pcie_degraded;/* verdict for a link below its maximum; default WARN */
+	long long aer_correctable_max; /* correctable AER errors above this warn; -1: off (default) */
+	/* any non-fatal AER error warns, any fatal one fails */
+	bool driver_required;      /* a slot's vendor driver must be loaded; default true */
+
+	/* "check.memory" */
+	long long mem_min_free_mb; /* per NUMA node */
+
+	/* "check.storage" */
+	struct config_path *paths;
+	size_t npaths;
+	long long shm_min_mb;      /* size of <root>/dev/shm */
+
+	/* "check.limits" */
+	bool memlock_unlimited;    /* RLIMIT_MEMLOCK must be unlimited (RDMA) */
+	long long nofile_min;      /* RLIMIT_NOFILE soft limit at least this */
+
+	/* "check.nics" */
+	char **nics;               /* interfaces that must exist, be up, have carrier */
+	size_t nnics;
+	long long nic_min_speed_mbps;
+	char **ib_devices;         /* InfiniBand devices whose every port must be ACTIVE/LinkUp */
+	size_t nib_devices;
+	long long ib_min_rate_gbps;
+
+	/* "check.boards" */
+	struct config_boards boards;
+
+	/* "check" */
+	double check_timeout_s;    /* what may block (storage probes, vendor libraries) runs at once,
+	                            * cut off after this; default 10 */
+	double gather_timeout_s;   /* coordinator waits this long for every node's report; default 60 */
+
+	/* "run": `vigil run`'s options for every job of the site */
+	struct config_setting *run;
+	size_t nrun;
+	/* "run.limits": the most a user may ask for (max_resumes, grace, ...) */
+	struct config_setting *run_limits;
+	size_t nrun_limits;
+
+	char *origin;              /* the file last loaded (NULL: none), for messages */
+	/* "check.slots.driver_version": per vendor (nvidia, amd, cambricon) */
+	struct config_version driver_version[CONFIG_NVENDORS];
+
+	/* "hooks", in the order given (the site's; a job adds its own with --hook) */
+	struct config_hook *hooks;
+	size_t nhooks;
+
+	/* "check.storage.ckpt_min_free_mb": free space the checkpoint directory
+	 * (vigil run --ckpt-dir) keeps while training runs, watched by the
+	 * inspection */
+	long long ckpt_min_free_mb;
+};
+
+/* Fill with defaults.  Never fails. */
+void config_init(struct config *cfg);
+
+/*
+ * Overlay the JSON document in FILE, which must be a regular file: a FIFO
+ * or a device is refused at once (opened without blocking), never waited
+ * on.  Unknown keys, wrong types, out-of-range values and strings or keys
+ * holding a NUL character (\u0000) are errors.  On error returns a negative errno
+ * (-ENOENT, -EACCES, -EINVAL, ...) and writes one line to ERR naming the
+ * file, the key (e.g. "check.nics.min_speed_mbps") and the problem, for
+ * example:
+ *   "cfg.json: check.slots.expected: expected a non-negative integer, got \"8\""
+ * CFG may be partly updated on error; the caller exits.
+ */
+int config_load_file(struct config *cfg, const char *file, char *err, size_t errlen);
+
+/* As config_load_file on a buffer (need not be NUL-terminated); ORIGIN names it in messages. */
+int config_load_buffer(struct config *cfg, const char *buf, size_t len,
+                       const char *origin, char *err, size_t errlen);
+
+/* Append to a string list (used by flags such as --nic); returns 0 or -ENOMEM. */
+int config_list_add(char ***list, size_t *n, const char *value);
+
+/*
+ * A deep copy of SRC into DST (for a module that outlives the
+ * configuration).  Returns 0 or -ENOMEM (DST then owns nothing).
+ * Release with config_boards_free(), which leaves DST empty.
+ */
+int config_boards_copy(struct config_boards *dst, const struct config_boards *src);
+void config_boards_free(struct config_boards *b);
+
+/* Release everything CFG owns; CFG may be reused after config_init(). */
+void config_free(struct config *cfg);
+
+#endif

@@ -1,0 +1,573 @@
+/*
+ * report_plot.c - `vigil report --plot`: e2e time per node over
+ * iterations as SVG, with the alerts.
+ */
+#include "autoconf.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report.h"
+#include "report/report_int.h"
+
+#define SVG_W 960
+#define SVG_H 540
+#define PLOT_X0 80.0   /* the plot area, in SVG units */
+#define PLOT_X1 720.0
+#define PLOT_Y0 70.0
+#define PLOT_Y1 470.0
+/* More nodes than this: only flagged nodes get colours and legend entries. */
+#define LEGEND_MAX 12
+
+/* Tableau 10: distinguishable, and readable for most colour blindness. */
+static const char *const palette[] = {
+	"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2",
+	"#edc948", "#9c755f", "#bab0ac", "#ff9da7", "#e15759",
+};
+#define NPALETTE (sizeof(palette) / sizeof(palette[0]))
+#define ALERT_COLOUR "#d62728"
+/* More alerts than this: lines without labels. */
+#define ALERT_LABELS_MAX 12
+
+/*
+ * Text as XML character data or attribute value: markup escaped, and
+ * what XML 1.0 cannot hold (control characters, invalid UTF-8, which
+ * node names and messages from a log may contain) replaced by '?'.
+ */
+static void
+xml_put(FILE *out, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		unsigned c = *p;
+		size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 :
+		           (c & 0xf8) == 0xf0 ? 4 : 0;
+		bool ok = n > 0;
+
+		for (size_t k = 1; ok && k < n; k++)
+			ok = (p[k] & 0xc0) == 0x80;
+		if (ok && n == 2)
+			ok = c >= 0xc2;  /* overlong */
+		if (ok && n == 3)
+			ok = !(c == 0xe0 && p[1] < 0xa0) && !(c == 0xed && p[1] >= 0xa0) &&
+			     !(c == 0xef && p[1] == 0xbf && p[2] >= 0xbe);  /* overlong, surrogate, U+FFFE/F */
+		if (ok && n == 4)
+			ok = c <= 0xf4 && !(c == 0xf0 && p[1] < 0x90) && !(c == 0xf4 && p[1] >= 0x90);
+		if (!ok) {
+			fputc('?', out);
+			p++;
+			continue;
+		}
+		if (n > 1) {
+			fwrite(p, 1, n, out);
+		} else if (c == '&') {
+			fputs("&amp;", out);
+		} else if (c == '<') {
+			fputs("&lt;", out);
+		} else if (c == '>') {
+			fputs("&gt;", out);
+		} else if (c == '"') {
+			fputs("&quot;", out);
+		} else if (c < 0x20 && c != '\t' && c != '\n') {
+			fputc('?', out);
+		} else {
+			fputc((int)c, out);
+		}
+		p += n;
+	}
+}
+
+/* floor() and ceil() without libm.  From 2^52 up every double is whole. */
+static double
+floor_d(double x)
+{
+	double t;
+
+	if (!(x > -4503599627370496.0 && x < 4503599627370496.0))
+		return x;
+	t = (double)(long long)x;
+	return t > x ? t - 1 : t;
+}
+
+static double
+ceil_d(double x)
+{
+	double t;
+
+	if (!(x > -4503599627370496.0 && x < 4503599627370496.0))
+		return x;
+	t = (double)(long long)x;
+	return t < x ? t + 1 : t;
+}
+
+/*
+ * A "nice" step (1, 2 or 5 times a power of ten) for about N ticks over
+ * SPAN (> 0), and in *DECIMALS the digits after the point its multiples
+ * need.  Powers of ten by multiplication keep libm out of the link.
+ */
+static double
+nice_step(double span, int n, int *decimals)
+{
+	double raw = span / n, mag = 1, f;
+	int d = 0;
+
+	while (mag > raw && mag > 1e-12) {
+		mag /= 10;
+		d++;
+	}
+	while (mag * 10 <= raw && mag < 1e300)
+		mag *= 10;
+	f = raw / mag;
+	if (f >= 7.5)
+		d--;  /* the step is 10 * mag */
+	*decimals = d < 0 ? 0 : d > 12 ? 12 : d;
+	return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+}
+
+struct axis {
+	double lo, hi, step;
+	int decimals, ticks;  /* ticks: intervals between lo and hi */
+};
+
+/* Round [LO, HI] out to whole ticks. */
+static void
+axis_fit(struct axis *a, double lo, double hi, int ticks, bool whole)
+{
+	double n;
+
+	if (!(hi > lo)) {
+		double pad = fabs(lo) > 0 ? fabs(lo) * 0.1 : 1;
+
+		lo -= pad;
+		hi += pad;
+	}
+	a->step = nice_step(hi - lo, ticks, &a->decimals);
+	if (whole && a->step < 1) {  /* iterations: no 2.75 */
+		a->step = 1;
+		a->decimals = 0;
+	}
+	a->lo = floor_d(lo / a->step) * a->step;
+	a->hi = ceil_d(hi / a->step) * a->step;
+	/* Counted, not stepped to: at magnitudes far above the step, v += step
+	 * would not move. */
+	n = (a->hi - a->lo) / a->step + 0.5;
+	if (n >= 1 && n <= 40) {
+		a->ticks = (int)n;
+	} else {
+		/* degenerate (values near the limits of double): two ticks */
+		a->lo = lo;
+		a->hi = hi > lo ? hi : lo + fabs(lo) * 1e-6 + 1;
+		a->ticks = 1;
+		a->step = a->hi - a->lo;
+	}
+}
+
+static double
+map_x(const struct axis *a, double v)
+{
+	return PLOT_X0 + (v - a->lo) / (a->hi - a->lo) * (PLOT_X1 - PLOT_X0);
+}
+
+static double
+map_y(const struct axis *a, double v)
+{
+	return PLOT_Y1 - (v - a->lo) / (a->hi - a->lo) * (PLOT_Y1 - PLOT_Y0);
+}
+
+/*
+ * One series as a polyline.  Beyond two points per horizontal pixel the
+ * points are thinned per pixel column to that column's lowest and highest,
+ * in order, so spikes survive and the file stays small.
+ */
+static void
+put_polyline(FILE *out, const struct axis *ax, const struct axis *ay, const struct point *pts,
+             size_t n, const char *colour, double width, double opacity, const char *title)
+{
+	size_t cols = (size_t)(PLOT_X1 - PLOT_X0);
+	bool thin = n > 2 * cols;
+	size_t i = 0;
+
+	fprintf(out, "<polyline class=\"series\" fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" "
+	        "stroke-opacity=\"%.2f\" stroke-linejoin=\"round\" stroke-linecap=\"round\" "
+	        "points=\"", colour, width, opacity);
+
+	while (i < n) {
+		size_t lo = i, hi = i, k = i;
+		double col = floor_d(map_x(ax, pts[i].iter));
+
+		if (!thin) {
+			fprintf(out, "%s%.1f,%.1f", i ? " " : "", map_x(ax, pts[i].iter),
+			        map_y(ay, pts[i].ms));
+			i++;
+			continue;
+		}
+		while (k < n && floor_d(map_x(ax, pts[k].iter)) == col) {
+			if (pts[k].ms < pts[lo].ms)
+				lo = k;
+			if (pts[k].ms > pts[hi].ms)
+				hi = k;
+			k++;
+		}
+		if (lo > hi) {
+			size_t t = lo;
+
+			lo = hi;
+			hi = t;
+		}
+		fprintf(out, "%s%.1f,%.1f", i ? " " : "", map_x(ax, pts[lo].iter), map_y(ay, pts[lo].ms));
+		if (hi != lo)
+			fprintf(out, " %.1f,%.1f", map_x(ax, pts[hi].iter), map_y(ay, pts[hi].ms));
+		i = k;
+	}
+	fputs("\">", out);
+	fputs("<title>", out);
+	xml_put(out, title);
+	fputs("</title></polyline>\n", out);
+	if (n == 1)  /* a line of one point shows nothing: a dot */
+		fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\"/>\n",
+		        map_x(ax, pts[0].iter), map_y(ay, pts[0].ms), width + 1.5, colour);
+}
+
+struct series {
+	const char *name;
+	const struct point *pts;
+	size_t n;
+	double median;
+	bool flagged, slowest;
+	const char *colour;
+	double width, opacity;
+	bool legend;
+};
+
+/* The series to draw: per node, or min / mean / max across nodes. */
+static struct series *
+make_series(const struct report *r, struct point **own, size_t *count)
+{
+	struct series *s;
+	size_t n = 0;
+
+	*own = NULL;
+	*count = 0;
+	if (r->node_values) {
+		s = calloc(r->nnodes + 1, sizeof(*s));
+		if (!s)
+			return NULL;
+		for (size_t i = 0; i < r->nnodes; i++) {
+			const struct rnode *nd = &r->nodes[i];
+			struct series *x = &s[n];
+
+			if (!nd->npts)
+				continue;
+			x->name = nd->name;
+			x->pts = nd->pts;
+			x->n = nd->npts;
+			x->median = nd->median;
+			x->flagged = nd->stragglers > 0;
+			x->slowest = (int)i == r->slowest;
+			x->width = x->flagged ? 2.5 : 1.5;
+			x->opacity = 0.9;
+			x->legend = true;
+			n++;
+		}
+		/* Many nodes: the ordinary ones in grey, behind; the flagged
+		 * and the slowest in colour with a legend entry. */
+		for (size_t i = 0, c = 0; i < n; i++) {
+			bool many = n > LEGEND_MAX;
+			bool hi = s[i].flagged || s[i].slowest;
+
+			if (many && !hi) {
+				s[i].colour = "#9a9a9a";
+				s[i].width = 1;
+				s[i].opacity = 0.35;
+				s[i].legend = false;
+			} else {
+				s[i].colour = palette[c++ % NPALETTE];
+			}
+		}
+		*count = n;
+		return s;
+	}
+	{
+		/* min / mean / max of every summary */
+		static const char *const names[] = { "max", "mean", "min" };
+		struct point *p = calloc(3 * r->nsamples + 1, sizeof(*p));
+
+		s = calloc(3, sizeof(*s));
+		if (!p || !s) {
+			free(p);
+			free(s);
+			return NULL;
+		}
+		for (int k = 0; k < 3; k++) {
+			struct point *pk = p + (size_t)k * r->nsamples;
+			size_t m = 0;
+
+			for (size_t i = 0; i < r->nsamples; i++) {
+				const struct sample *sm = &r->samples[i];
+				double v = k == 0 ? sm->e2e_max : k == 1 ? sm->e2e_mean : sm->e2e_min;
+
+				if (isnan(v))
+					continue;
+				pk[m].iter = sm->iter;
+				pk[m].ms = v;
+				m++;
+			}
+			if (m == 0)
+				continue;
+			qsort(pk, m, sizeof(*pk), report_cmp_point);
+			s[n].name = names[k];
+			s[n].pts = pk;
+			s[n].n = m;
+			s[n].median = NAN;
+			s[n].colour = palette[k == 0 ? 9 : k == 1 ? 0 : 2];
+			s[n].width = k == 1 ? 2 : 1.5;
+			s[n].opacity = 0.9;
+			s[n].legend = true;
+			n++;
+		}
+		*own = p;
+		*count = n;
+		return s;
+	}
+}
+
+static void
+put_text(FILE *out, double x, double y, const char *attrs, const char *text)
+{
+	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" %s>", x, y, attrs);
+	xml_put(out, text);
+	fputs("</text>\n", out);
+}
+
+/* The extent of the data: every series' points and the alerts' iterations. */
+static void
+data_range(const struct report *r, const struct series *s, size_t ns, struct axis *ax,
+           struct axis *ay)
+{
+	double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
+	const cJSON *a;
+
+	for (size_t i = 0; i < ns; i++) {
+		for (size_t j = 0; j < s[i].n; j++) {
+			const struct point *p = &s[i].pts[j];
+
+			xlo = p->iter < xlo ? p->iter : xlo;
+			xhi = p->iter > xhi ? p->iter : xhi;
+			ylo = p->ms < ylo ? p->ms : ylo;
+			yhi = p->ms > yhi ? p->ms : yhi;
+		}
+	}
+	cJSON_ArrayForEach(a, r->alerts) {
+		double it = jnum(a, "iter");
+
+		if (!isnan(it)) {
+			xlo = it < xlo ? it : xlo;
+			xhi = it > xhi ? it : xhi;
+		}
+	}
+	if (xlo > xhi)
+		xlo = xhi = 0;
+	if (ylo > yhi)
+		ylo = yhi = 0;
+	axis_fit(ax, xlo, xhi, 8, true);
+	axis_fit(ay, ylo, yhi, 6, false);
+}
+
+/* The document's start, the background, the title and the subtitle. */
+static void
+put_header(FILE *out, const struct report *r)
+{
+	size_t nalerts = (size_t)cJSON_GetArraySize(r->alerts);
+	const char *base = strrchr(r->path, '/');
+	char title[512];
+
+	base = base ? base + 1 : r->path;
+	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+	        "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
+	        "font-size=\"12\">\n", SVG_W, SVG_H, SVG_W, SVG_H);
+	fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", SVG_W, SVG_H);
+	put_text(out, PLOT_X0, 28, "font-size=\"17\" font-weight=\"bold\" fill=\"#222222\"",
+	         r->node_values ? "End-to-end time per node over iterations" :
+	         "End-to-end time across nodes over iterations (min, mean, max)");
+	if (r->ended && !isnan(r->exit_code))
+		snprintf(title, sizeof(title), "%s: job %s, exit status %.0f; %zu node%s; %zu alert%s",
+		         base, r->state, r->exit_code, r->nnodes, r->nnodes == 1 ? "" : "s",
+		         nalerts, nalerts == 1 ? "" : "s");
+	else
+		snprintf(title, sizeof(title), "%s: job %s; %zu node%s; %zu alert%s", base,
+		         r->ended ? r->state : "without an end", r->nnodes, r->nnodes == 1 ? "" : "s",
+		         nalerts, nalerts == 1 ? "" : "s");
+	put_text(out, PLOT_X0, 48, "font-size=\"12\" fill=\"#555555\"", title);
+}
+
+/* Grid, ticks with their labels, the frame and the axis titles. */
+static void
+put_axes(FILE *out, const struct axis *ax, const struct axis *ay)
+{
+	char buf[64];
+
+	fputs("<g class=\"grid\" stroke=\"#e3e3e3\" stroke-width=\"1\">\n", out);
+	for (int i = 0; i <= ay->ticks; i++) {
+		double y = map_y(ay, ay->lo + i * ay->step);
+
+		fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", PLOT_X0, y,
+		        PLOT_X1, y);
+	}
+	for (int i = 0; i <= ax->ticks; i++) {
+		double x = map_x(ax, ax->lo + i * ax->step);
+
+		fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x, PLOT_Y0,
+		        x, PLOT_Y1);
+	}
+	fputs("</g>\n<g class=\"ticks\" fill=\"#333333\">\n", out);
+	for (int i = 0; i <= ay->ticks; i++) {
+		double v = ay->lo + i * ay->step;
+
+		snprintf(buf, sizeof(buf), "%.*f", ay->decimals, fabs(v) < ay->step / 2 ? 0 : v);
+		put_text(out, PLOT_X0 - 8, map_y(ay, v) + 4, "text-anchor=\"end\"", buf);
+	}
+	for (int i = 0; i <= ax->ticks; i++) {
+		double v = ax->lo + i * ax->step;
+
+		snprintf(buf, sizeof(buf), "%.*f", ax->decimals, fabs(v) < ax->step / 2 ? 0 : v);
+		put_text(out, map_x(ax, v), PLOT_Y1 + 18, "text-anchor=\"middle\"", buf);
+	}
+	fputs("</g>\n", out);
+	fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+	        "stroke=\"#555555\" stroke-width=\"1\"/>\n", PLOT_X0, PLOT_Y0, PLOT_X1 - PLOT_X0,
+	        PLOT_Y1 - PLOT_Y0);
+	put_text(out, (PLOT_X0 + PLOT_X1) / 2, PLOT_Y1 + 42,
+	         "text-anchor=\"middle\" font-size=\"13\" fill=\"#222222\"", "iteration");
+	fprintf(out, "<text x=\"0\" y=\"0\" transform=\"translate(24 %.1f) rotate(-90)\" "
+	        "text-anchor=\"middle\" font-size=\"13\" fill=\"#222222\">e2e time (ms)</text>\n",
+	        (PLOT_Y0 + PLOT_Y1) / 2);
+}
+
+/* A dashed line per alert, labels staggered over three rows. */
+static void
+put_alerts(FILE *out, const struct report *r, const struct axis *ax)
+{
+	size_t nalerts = (size_t)cJSON_GetArraySize(r->alerts), k = 0;
+	const cJSON *a;
+	char buf[128];
+
+	cJSON_ArrayForEach(a, r->alerts) {
+		double it = jnum(a, "iter"), x;
+		bool right;
+
+		if (isnan(it))
+			continue;
+		x = map_x(ax, it);
+		right = x > PLOT_X1 - 140;
+		fprintf(out, "<line class=\"alert\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+		        "stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"5 4\"><title>", x,
+		        PLOT_Y0, x, PLOT_Y1, ALERT_COLOUR);
+		xml_put(out, jstr(a, "message"));
+		fputs("</title></line>\n", out);
+		if (nalerts > ALERT_LABELS_MAX)
+			continue;  /* a forest of labels reads as nothing: titles only */
+		snprintf(buf, sizeof(buf), "%s %.40s @%.0f", jstr(a, "kind"), jstr(a, "node"), it);
+		fprintf(out, "<text class=\"alert-label\" x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "
+		        "fill=\"%s\" text-anchor=\"%s\" stroke=\"#ffffff\" stroke-width=\"3\" "
+		        "paint-order=\"stroke\">", right ? x - 4 : x + 4,
+		        PLOT_Y0 + 14 + (double)(k % 3) * 14, ALERT_COLOUR, right ? "end" : "start");
+		xml_put(out, buf);
+		fputs("</text>\n", out);
+		k++;
+	}
+}
+
+/* A legend entry: a short line in the series' style, then its label. */
+static void
+put_key(FILE *out, double y, const char *colour, double width, const char *dash,
+        const char *attrs, const char *label)
+{
+	fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+	        "stroke-width=\"%.1f\"%s%s%s/>\n", PLOT_X1 + 20, y - 4, PLOT_X1 + 44, y - 4, colour,
+	        width, dash ? " stroke-dasharray=\"" : "", dash ? dash : "", dash ? "\"" : "");
+	put_text(out, PLOT_X1 + 50, y, attrs, label);
+}
+
+/* The legend, right of the plot. */
+static void
+put_legend(FILE *out, const struct report *r, const struct series *s, size_t ns)
+{
+	size_t nalerts = (size_t)cJSON_GetArraySize(r->alerts), grey = 0;
+	double ly = PLOT_Y0 + 4;
+	char buf[128];
+
+	put_text(out, PLOT_X1 + 20, ly, "font-weight=\"bold\" fill=\"#222222\"",
+	         r->node_values ? "node (median e2e)" : "across nodes");
+	ly += 20;
+	for (size_t i = 0; i < ns; i++)
+		grey += !s[i].legend;
+	for (size_t i = 0; i < ns; i++) {
+		if (!s[i].legend)
+			continue;
+		if (ly > PLOT_Y1 - 40) {
+			put_text(out, PLOT_X1 + 20, ly, "fill=\"#555555\"", "...");
+			ly += 18;
+			break;
+		}
+		if (isnan(s[i].median))
+			snprintf(buf, sizeof(buf), "%.32s", s[i].name);
+		else
+			snprintf(buf, sizeof(buf), "%.32s (%.1f ms)", s[i].name, s[i].median);
+		put_key(out, ly, s[i].colour, s[i].width + 1, NULL, s[i].flagged ?
+		        "font-weight=\"bold\" fill=\"#222222\"" : "fill=\"#222222\"", buf);
+		if (s[i].flagged || s[i].slowest) {
+			ly += 15;
+			put_text(out, PLOT_X1 + 50, ly,
+			         s[i].flagged ? "class=\"slow\" font-size=\"11\" fill=\"" ALERT_COLOUR "\""
+			                      : "font-size=\"11\" fill=\"#555555\"",
+			         s[i].flagged ? "\u26a0 slow: straggler alert" : "slowest, no alert");
+		}
+		ly += 20;
+	}
+	if (grey > 0) {
+		snprintf(buf, sizeof(buf), "%zu other nodes", grey);
+		put_key(out, ly, "#9a9a9a", 2, NULL, "fill=\"#555555\"", buf);
+		ly += 20;
+	}
+	if (nalerts > 0) {
+		snprintf(buf, sizeof(buf), "alert (%zu)", nalerts);
+		put_key(out, ly, ALERT_COLOUR, 1.5, "5 4", "fill=\"#222222\"", buf);
+	}
+}
+
+int
+report_plot(const struct report *r, FILE *out)
+{
+	struct point *own = NULL;
+	size_t ns = 0;
+	struct series *s = make_series(r, &own, &ns);
+	struct axis ax, ay;
+
+	if (!s)
+		return -ENOMEM;
+	data_range(r, s, ns, &ax, &ay);
+	put_header(out, r);
+	put_axes(out, &ax, &ay);
+	if (ns == 0)
+		put_text(out, (PLOT_X0 + PLOT_X1) / 2, (PLOT_Y0 + PLOT_Y1) / 2,
+		         "text-anchor=\"middle\" font-size=\"15\" fill=\"#888888\"",
+		         "no timing summaries in the log");
+	/* series: ordinary ones first, so the flagged ones are drawn on top */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < ns; i++)
+			if ((s[i].flagged || s[i].slowest) == (pass == 1))
+				put_polyline(out, &ax, &ay, s[i].pts, s[i].n, s[i].colour, s[i].width,
+				             s[i].opacity, s[i].name);
+	put_alerts(out, r, &ax);
+	put_legend(out, r, s, ns);
+	fputs("</svg>\n", out);
+	free(own);
+	free(s);
+	return fflush(out) == 0 && !ferror(out) ? 0 : -EIO;
+}

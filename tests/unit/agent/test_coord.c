@@ -1,0 +1,1224 @@
+/*
+ * test_coord.c - the coordinator's decisions, driven with a fake clock
+ * and no MPI: what it sends, says and records for every way a job runs
+ * and ends.
+ */
+#include "autoconf.h"
+
+#include "../vigil_test.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "vigil.h"
+#include "agent/coord.h"
+#include "check/check.h"
+#include "check/gather.h"
+#include "comm/msg.h"
+#include "lib/json.h"
+#include "lib/util.h"
+
+#define MAXREC 256
+
+struct sent {
+	int rank;
+	enum msg_kind kind;
+	char *text;
+};
+
+struct rec {
+	struct sent sent[MAXREC];
+	int nsent;
+	char *events[MAXREC];  /* "kind node rank: message" */
+	int nevents;
+	char *said[MAXREC];
+	int nsaid;
+};
+
+static int
+rec_send(void *arg, int rank, enum msg_kind kind, const char *text)
+{
+	struct rec *r = arg;
+
+	assert_true(r->nsent < MAXREC);
+	r->sent[r->nsent].rank = rank;
+	r->sent[r->nsent].kind = kind;
+	r->sent[r->nsent].text = strdup(text);
+	r->nsent++;
+	return 0;
+}
+
+static void
+rec_event(void *arg, const char *node, int rank, const char *kind, const char *severity,
+          const char *message, cJSON *details)
+{
+	struct rec *r = arg;
+	char buf[1024];
+
+	(void)severity;
+	snprintf(buf, sizeof(buf), "%s %s %d: %s", kind, node, rank, message);
+	assert_true(r->nevents < MAXREC);
+	r->events[r->nevents++] = strdup(buf);
+	cJSON_Delete(details);
+}
+
+static void
+rec_say(void *arg, const char *line)
+{
+	struct rec *r = arg;
+
+	assert_true(r->nsaid < MAXREC);
+	r->said[r->nsaid++] = strdup(line);
+}
+
+static int
+fixed_port(void *arg)
+{
+	(void)arg;
+	return 29500;
+}
+
+static void
+rec_clear(struct rec *r)
+{
+	for (int i = 0; i < r->nsent; i++)
+		free(r->sent[i].text);
+	for (int i = 0; i < r->nevents; i++)
+		free(r->events[i]);
+	for (int i = 0; i < r->nsaid; i++)
+		free(r->said[i]);
+	memset(r, 0, sizeof(*r));
+}
+
+/* How many messages of KIND went to RANK (-1: any rank) whose text holds NEEDLE. */
+static int
+count_sent(const struct rec *r, int rank, enum msg_kind kind, const char *needle)
+{
+	int n = 0;
+
+	for (int i = 0; i < r->nsent; i++)
+		if ((rank < 0 || r->sent[i].rank == rank) && r->sent[i].kind == kind &&
+		    (!needle || strstr(r->sent[i].text, needle)))
+			n++;
+	return n;
+}
+
+static bool
+said(const struct rec *r, const char *needle)
+{
+	for (int i = 0; i < r->nsaid; i++)
+		if (strstr(r->said[i], needle))
+			return true;
+	return false;
+}
+
+static bool
+evented(const struct rec *r, const char *needle)
+{
+	for (int i = 0; i < r->nevents; i++)
+		if (strstr(r->events[i], needle))
+			return true;
+	return false;
+}
+
+/* ---- fixture ---------------------------------------------------------------- */
+
+struct fx {
+	struct rec rec;
+	struct coord_opts o;
+	struct coord *c;
+	struct msg_plan plan;
+};
+
+static void
+default_opts(struct coord_opts *o, int size)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = size;
+	o->precheck = true;
+	o->precheck_level = VERDICT_FAIL;
+	o->max_resumes = -1;
+	o->grace_s = 30;
+	o->heartbeat_s = 5;
+	o->heartbeat_timeout_s = 30;
+	o->ckpt_lead_s = 60;
+}
+
+/* A pre-check report: every check passes, or "nics" fails on the ranks in FAIL_MASK. */
+static char *
+payload(int rank, bool fail)
+{
+	struct check_report rep = { 0 };
+	char node[16];
+	char *text;
+
+	rep.results = calloc(1, sizeof(*rep.results));
+	rep.n = 1;
+	snprintf(rep.results[0].name, sizeof(rep.results[0].name), "nics");
+	rep.results[0].verdict = fail ? VERDICT_FAIL : VERDICT_PASS;
+	snprintf(rep.results[0].reason, sizeof(rep.results[0].reason), "%s",
+	         fail ? "eth1 is down (operstate down, no carrier)" : "1 interface up");
+	rep.results[0].details = cJSON_CreateObject();
+	snprintf(node, sizeof(node), "n%d", rank + 1);
+	text = gather_payload(node, rank, &rep, NULL);
+	check_report_free(&rep);
+	return text;
+}
+
+/*
+ * Start a coordinator for SIZE ranks at time 0, plan with the pre-check
+ * failing on the ranks in FAIL_MASK and missing on those in MISSING_MASK.
+ */
+static void
+start(struct fx *f, unsigned fail_mask, unsigned missing_mask)
+{
+	struct coord_ops ops = { rec_send, rec_event, rec_say, fixed_port, &f->rec };
+	struct gather g = { 0 };
+
+	f->c = coord_new(&f->o, &ops, 0);
+	assert_non_null(f->c);
+	assert_int_equal(gather_init(&g, f->o.size), 0);
+	for (int r = 0; r < f->o.size; r++) {
+		char addr[32], *p = NULL;
+
+		snprintf(addr, sizeof(addr), "10.0.0.%d", r + 1);
+		assert_int_equal(coord_set_node(f->c, r, addr, 2), 0);
+		if (!(missing_mask & (1u << r)))
+			p = payload(r, fail_mask & (1u << r));
+		assert_int_equal(gather_add(&g, r, p, 60), 0);
+		free(p);
+	}
+	gather_consistency(&g);
+	assert_int_equal(coord_plan(f->c, &g, 0, &f->plan), 0);
+	gather_free(&g);
+}
+
+static int
+setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	default_opts(&f->o, 3);
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *f = *state;
+
+	coord_free(f->c);
+	rec_clear(&f->rec);
+	free(f);
+	return 0;
+}
+
+/* A result as a node sends it. */
+static void
+result(struct fx *f, int rank, int code, int sig, double now)
+{
+	struct msg_result r = { 0 };
+	char node[16];
+
+	snprintf(node, sizeof(node), "n%d", rank + 1);
+	r.node = node;
+	r.exit_code = code;
+	r.signal = sig;
+	r.seconds = now;
+	coord_result(f->c, rank, &r, now);
+}
+
+/* Every rank not lost is heard from at NOW. */
+static void
+all_heard(struct fx *f, double now)
+{
+	for (int r = 0; r < f->o.size; r++)
+		coord_heard(f->c, r, now);
+}
+
+/* Tick through time from A to B in steps of STEP, every rank in HEARD_MASK heard. */
+static void
+run_until(struct fx *f, double a, double b, double step, unsigned heard_mask)
+{
+	for (double t = a; t <= b + 1e-9; t += step) {
+		for (int r = 0; r < f->o.size; r++)
+			if (heard_mask & (1u << r))
+				coord_heard(f->c, r, t);
+		coord_tick(f->c, t);
+	}
+}
+
+static cJSON *
+report(struct fx *f, double now)
+{
+	cJSON *r = coord_report(f->c, now);
+
+	assert_non_null(r);
+	return r;
+}
+
+/* ---- the plan ------------------------------------------------------------------ */
+
+static void
+test_plan_go(void **state)
+{
+	struct fx *f = *state;
+
+	start(f, 0, 0);
+	assert_true(f->plan.go);
+	assert_int_equal(f->plan.nmembers, 3);
+	assert_string_equal(f->plan.master_addr, "10.0.0.1");
+	assert_int_equal(f->plan.master_port, 29500);
+	assert_true(f->plan.finalize);
+	assert_string_equal(f->plan.nodes[2].host, "n3");
+	assert_int_equal(f->plan.nodes[2].slots, 2);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_string_equal(coord_host(f->c, 1), "n2");
+	assert_string_equal(coord_host(f->c, 7), "?");
+}
+
+static void
+test_plan_no_go(void **state)
+{
+	struct fx *f = *state;
+
+	start(f, 1u << 1, 0);
+	assert_false(f->plan.go);
+	assert_int_equal(f->plan.exit_code, VIGIL_EXIT_UNHEALTHY);
+	assert_non_null(strstr(f->plan.message, "1 of 3 nodes not ready"));
+	assert_int_equal(coord_phase(f->c), COORD_DONE);
+	assert_true(said(&f->rec, "n2 (rank 1): nics: eth1 is down"));
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_UNHEALTHY);
+}
+
+static void
+test_plan_elastic_start(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.min_nodes = 2;
+	start(f, 1u << 0, 0);
+	assert_true(f->plan.go);
+	assert_int_equal(f->plan.nmembers, 2);
+	assert_int_equal(f->plan.members[0], 1);
+	assert_int_equal(f->plan.members[1], 2);
+	/* the first member's address, not the coordinator's */
+	assert_string_equal(f->plan.master_addr, "10.0.0.2");
+	assert_true(said(&f->rec, "1 of 3 nodes not ready: starting on the 2 healthy nodes"));
+	/* the node left out sends an idle result; the members succeed */
+	{
+		struct msg_result r = { .node = "n1", .idle = true };
+
+		coord_result(f->c, 0, &r, 1);
+	}
+	result(f, 1, 0, 0, 5);
+	result(f, 2, 0, 0, 5);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_SUCCEEDED);
+	coord_finish(f->c, 0, 6);
+	/* the final line counts the nodes that trained */
+	assert_true(said(&f->rec, "job succeeded on 2 of 3 nodes"));
+	assert_true(said(&f->rec, "n1 (rank 0) left out"));
+}
+
+static void
+test_plan_node_never_reported(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.min_nodes = 2;
+	start(f, 0, 1u << 2);
+	assert_true(f->plan.go);
+	assert_int_equal(f->plan.nmembers, 2);
+	assert_false(f->plan.finalize);
+	assert_true(coord_lost(f->c, 2));
+	assert_false(coord_finalize_safe(f->c));
+	/* nobody waits for its result */
+	result(f, 0, 0, 0, 5);
+	result(f, 1, 0, 0, 5);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_int_equal(coord_exit_code(f->c), 0);
+}
+
+static void
+test_plan_no_free_port(void **state)
+{
+	struct fx *f = *state;
+	struct coord_ops ops = { rec_send, rec_event, rec_say, NULL, &f->rec };
+	struct gather g = { 0 };
+
+	f->c = coord_new(&f->o, &ops, 0);
+	assert_int_equal(gather_init(&g, 3), 0);
+	for (int r = 0; r < 3; r++) {
+		char *p = payload(r, false);
+
+		gather_add(&g, r, p, 60);
+		free(p);
+	}
+	assert_int_equal(coord_plan(f->c, &g, 0, &f->plan), 0);
+	gather_free(&g);
+	assert_false(f->plan.go);
+	assert_int_equal(f->plan.exit_code, VIGIL_EXIT_INTERNAL);
+	assert_true(said(&f->rec, "cannot find a free port"));
+}
+
+/* ---- agents that share a host name ------------------------------------------------ */
+
+/* Plan SIZE ranks, every pre-check passing, rank R named NAME(R). */
+static void
+start_named(struct fx *f, const char *(*name)(int rank, char *buf, size_t len))
+{
+	struct coord_ops ops = { rec_send, rec_event, rec_say, fixed_port, &f->rec };
+	struct gather g = { 0 };
+
+	f->c = coord_new(&f->o, &ops, 0);
+	assert_non_null(f->c);
+	assert_int_equal(gather_init(&g, f->o.size), 0);
+	for (int r = 0; r < f->o.size; r++) {
+		struct check_report rep = { 0 };
+		char buf[64];
+		char *p = gather_payload(name(r, buf, sizeof(buf)), r, &rep, NULL);
+
+		assert_non_null(p);
+		assert_int_equal(coord_set_node(f->c, r, "10.0.0.1", 2), 0);
+		assert_int_equal(gather_add(&g, r, p, 60), 0);
+		free(p);
+	}
+	assert_int_equal(coord_plan(f->c, &g, 0, &f->plan), 0);
+	gather_free(&g);
+}
+
+/* mpirun -np 4 on two hosts without --map-by ppr:1:node */
+static const char *
+two_hosts(int rank, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", rank % 2 ? "gpu2" : "gpu1");
+	return buf;
+}
+
+static void
+test_shared_names_hostfile_mode(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.size = 4;
+	f->o.unique_hosts = true;
+	start_named(f, two_hosts);
+	assert_false(f->plan.go);
+	assert_int_equal(f->plan.exit_code, VIGIL_EXIT_USAGE);
+	assert_true(said(&f->rec, "agents share a host name ('gpu1' is ranks 0, 2; 'gpu2' is "
+	                 "ranks 1, 3)"));
+	assert_true(said(&f->rec, "mpirun --map-by ppr:1:node"));
+	assert_true(said(&f->rec, "VIGIL_NODE_NAME"));
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_USAGE);
+}
+
+static void
+test_shared_names_warned(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.size = 4;
+	start_named(f, two_hosts);
+	assert_true(f->plan.go);
+	assert_true(said(&f->rec, "warning: agents share a host name ('gpu1' is ranks 0, 2; "
+	                 "'gpu2' is ranks 1, 3): the report and the exclude list cannot tell "
+	                 "them apart"));
+}
+
+/* 10,000 nodes, two of which took one name: found, named, fast. */
+static const char *
+big_cluster(int rank, char *buf, size_t len)
+{
+	snprintf(buf, len, "node%05d", rank == 9876 ? 123 : rank);
+	return buf;
+}
+
+static const char *
+one_host(int rank, char *buf, size_t len)
+{
+	(void)rank;
+	snprintf(buf, len, "vm");
+	return buf;
+}
+
+static void
+test_shared_names_at_scale(void **state)
+{
+	struct fx *f = *state;
+
+	/* (its time at 10,000 nodes is bench_coord's plan figure, not a test's) */
+	f->o.size = 10000;
+	f->o.unique_hosts = true;
+	start_named(f, big_cluster);
+	assert_false(f->plan.go);
+	assert_true(said(&f->rec, "('node00123' is ranks 123, 9876)"));
+	coord_free(f->c);
+	rec_clear(&f->rec);
+	/* every rank on one host: the first ranks named, the rest counted */
+	f->o.size = 20;
+	start_named(f, one_host);
+	assert_true(said(&f->rec, "('vm' is ranks 0, 1, 2, 3, 4, 5, 6, 7 (+12 more))"));
+}
+
+/* Output nobody read (`vigil run | head`): the job goes on, the report says how much. */
+static void
+test_output_lost_reported(void **state)
+{
+	struct fx *f = *state;
+	struct msg_result r = { .node = "n1", .exit_code = 3, .seconds = 1, .output_lost = 4096 };
+	cJSON *rep, *nodes;
+
+	start(f, 0, 0);
+	coord_result(f->c, 0, &r, 1);
+	result(f, 1, 143, SIGTERM, 1);
+	result(f, 2, 143, SIGTERM, 1);
+	rep = report(f, 2);
+	assert_int_equal(json_int(rep, "exit_code", 0, 255, -1), 3);
+	assert_int_equal(json_int(rep, "output_lost_bytes", 0, 1LL << 50, -1), 4096);
+	nodes = cJSON_GetObjectItem(rep, "nodes");
+	assert_int_equal(json_int(cJSON_GetArrayItem(nodes, 0), "output_lost_bytes", 0,
+	                          1LL << 50, -1), 4096);
+	/* nothing said of a node that lost nothing */
+	assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(nodes, 1), "output_lost_bytes"));
+	cJSON_Delete(rep);
+}
+
+/* ---- ends ------------------------------------------------------------------------ */
+
+static void
+test_success(void **state)
+{
+	struct fx *f = *state;
+	cJSON *r;
+
+	start(f, 0, 0);
+	for (int k = 0; k < 3; k++)
+		result(f, k, 0, 0, 10);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	coord_finish(f->c, 4, 11);
+	assert_int_equal(coord_phase(f->c), COORD_DONE);
+	assert_int_equal(coord_exit_code(f->c), 0);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_SUCCEEDED);
+	/* FINAL to the other ranks, with the reductions' count, not to itself */
+	assert_int_equal(count_sent(&f->rec, 0, MSG_FINAL, NULL), 0);
+	assert_int_equal(count_sent(&f->rec, 1, MSG_FINAL, "\"cycles\":4"), 1);
+	assert_int_equal(count_sent(&f->rec, 2, MSG_FINAL, "\"finalize\":true"), 1);
+	assert_true(said(&f->rec, "job succeeded on 3 nodes in 11.0 s"));
+	assert_true(evented(&f->rec, "job n1 0: job succeeded"));
+	assert_true(evented(&f->rec, "exit n2 1: training ended with status 0"));
+	r = report(f, 11);
+	assert_string_equal(json_str(r, "state", ""), "succeeded");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r, "faulty_nodes")), 0);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(r, "first_failure")));
+	cJSON_Delete(r);
+	assert_true(coord_finalize_safe(f->c));
+	assert_true(coord_hold(f->c) == 0);
+}
+
+static void
+test_failure_stops_everyone(void **state)
+{
+	struct fx *f = *state;
+	const char *tail[] = { "Traceback", "ValueError: bad" };
+	struct msg_result r = { .node = "n2", .exit_code = 3, .seconds = 4, .tail = tail,
+	                        .ntail = 2 };
+	cJSON *rep, *ff;
+
+	start(f, 0, 0);
+	coord_result(f->c, 1, &r, 4);
+	assert_int_equal(coord_phase(f->c), COORD_STOPPING);
+	/* stop to the trainings still running: ranks 0 and 2, not 1 */
+	assert_int_equal(count_sent(&f->rec, 0, MSG_COMMAND, "\"stop\""), 1);
+	assert_int_equal(count_sent(&f->rec, 2, MSG_COMMAND, "\"stop\""), 1);
+	assert_int_equal(count_sent(&f->rec, 1, MSG_COMMAND, NULL), 0);
+	/* the others end because they were told to: that is not a second failure */
+	result(f, 0, 143, SIGTERM, 5);
+	result(f, 2, 143, SIGTERM, 5);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_int_equal(coord_exit_code(f->c), 3);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_ERROR);
+	coord_finish(f->c, 0, 6);
+	assert_true(said(&f->rec, "job error: n2 (rank 1) ended first, with status 3"));
+	rep = report(f, 6);
+	ff = cJSON_GetObjectItem(rep, "first_failure");
+	assert_int_equal(json_int(ff, "rank", 0, 10, -1), 1);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(ff, "stderr_tail")), 2);
+	cJSON_Delete(rep);
+}
+
+static void
+test_agent_signal_is_stopped(void **state)
+{
+	struct fx *f = *state;
+	struct msg_result r = { .node = "n1", .exit_code = 143, .signal = SIGTERM,
+	                        .agent_signal = SIGTERM };
+
+	start(f, 0, 0);
+	coord_result(f->c, 0, &r, 3);
+	assert_int_equal(coord_phase(f->c), COORD_STOPPING);
+	result(f, 1, 143, SIGTERM, 4);
+	result(f, 2, 143, SIGTERM, 4);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_STOPPED);
+	assert_int_equal(coord_exit_code(f->c), 143);
+}
+
+static void
+test_start_error_said_once(void **state)
+{
+	struct fx *f = *state;
+
+	start(f, 0, 0);
+	for (int k = 0; k < 3; k++) {
+		struct msg_result r = { .node = "n", .exit_code = 127,
+		                        .error = "cannot run 'trian.py': command not found" };
+
+		coord_result(f->c, k, &r, 1);
+	}
+	coord_finish(f->c, 0, 2);
+	assert_int_equal(coord_exit_code(f->c), 127);
+	assert_true(said(&f->rec, "cannot run 'trian.py': command not found (on 3 of 3 nodes)"));
+	assert_true(said(&f->rec, "could not start the training, status 127"));
+}
+
+/* Under --resume a crash is a fault: the healthy nodes save, the job requeues. */
+static void
+test_crash_with_resume_checkpoints(void **state)
+{
+	struct fx *f = *state;
+	char *excl;
+
+	f->o.resume = true;
+	start(f, 0, 0);
+	result(f, 1, 137, SIGKILL, 5);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	assert_int_equal(count_sent(&f->rec, 0, MSG_COMMAND, "\"checkpoint\""), 1);
+	assert_int_equal(count_sent(&f->rec, 2, MSG_COMMAND, "\"checkpoint\""), 1);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"stop\""), 0);
+	result(f, 0, 0, 0, 8);
+	result(f, 2, 0, 0, 8);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_ERROR);
+	excl = coord_exclude_list(f->c);
+	assert_string_equal(excl, "n2\n");
+	free(excl);
+}
+
+/* Under --resume, SIGTERM to an agent (mpirun ending the job) saves too. */
+static void
+test_agent_term_with_resume(void **state)
+{
+	struct fx *f = *state;
+	struct msg_result r = { .node = "n3", .exit_code = 0, .agent_signal = SIGTERM };
+
+	f->o.resume = true;
+	start(f, 0, 0);
+	coord_result(f->c, 2, &r, 3);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	result(f, 0, 0, 0, 6);
+	result(f, 1, 0, 0, 6);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_STOPPED);
+	assert_false(coord_faulty(f->c, 2));
+}
+
+/* A successor takes over from a coordinator that fell silent. */
+static void
+test_successor_adopts(void **state)
+{
+	struct fx *f = *state;
+	struct coord_ops ops = { rec_send, rec_event, rec_say, fixed_port, &f->rec };
+	struct msg_node nodes[3] = { { "n1", "10.0.0.1", 2 }, { "n2", "10.0.0.2", 2 },
+	                             { "n3", "10.0.0.3", 2 } };
+	struct msg_plan plan = { .go = true, .nodes = nodes, .nnodes = 3 };
+	int members[3] = { 0, 1, 2 };
+	cJSON *rep;
+
+	f->o.resume = true;
+	f->o.self = 1;
+	f->c = coord_new(&f->o, &ops, 0);
+	assert_non_null(f->c);
+	assert_int_equal(coord_adopt(f->c, &plan, members, 3, 0, "the coordinator n1 (rank 0) "
+	                             "fell silent", 20), 0);
+	assert_true(said(&f->rec, "n2 (rank 1) takes over as the coordinator"));
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	assert_int_equal(count_sent(&f->rec, 0, MSG_COMMAND, NULL), 0);
+	assert_int_equal(count_sent(&f->rec, 2, MSG_COMMAND, "\"checkpoint\""), 1);
+	result(f, 1, 0, 0, 25);
+	result(f, 2, 0, 0, 25);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+	assert_false(coord_finalize_safe(f->c));
+	rep = report(f, 26);
+	assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "faulty_nodes"), 0)
+	                            ->valuestring, "n1");
+	cJSON_Delete(rep);
+	coord_finish(f->c, 0, 26);
+	assert_int_equal(count_sent(&f->rec, 2, MSG_FINAL, NULL), 1);
+	assert_int_equal(count_sent(&f->rec, 0, MSG_FINAL, NULL), 0);
+}
+
+static void note(struct fx *f, int rank, int sig, const char *verdict_s, double now);
+
+/* A training that died of the checkpoint signal: the report says so. */
+static void
+test_checkpoint_not_confirmed(void **state)
+{
+	struct fx *f = *state;
+	struct msg_result ok = { .node = "n1", .ckpt = true, .ckpt_confirmed = true,
+	                         .ckpt_why = "exit status 0 after the checkpoint signal" };
+	struct msg_result died = { .node = "n2", .exit_code = 138, .signal = SIGUSR1,
+	                           .ckpt = true, .ckpt_why = "died of SIGUSR1: no handler for "
+	                           "the checkpoint signal" };
+	cJSON *rep, *nc;
+
+	f->o.resume = true;
+	start(f, 0, 0);
+	note(f, 0, SIGUSR1, NULL, 2);
+	coord_result(f->c, 0, &ok, 4);
+	coord_result(f->c, 1, &died, 4);
+	ok.node = "n3";
+	coord_result(f->c, 2, &ok, 4);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+	coord_finish(f->c, 0, 5);
+	assert_true(said(&f->rec, "checkpoint not confirmed on n2 (rank 1): died of SIGUSR1"));
+	assert_true(evented(&f->rec, "checkpoint n2 1: checkpoint not confirmed"));
+	rep = report(f, 5);
+	nc = cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "checkpoint"), "not_confirmed");
+	assert_int_equal(cJSON_GetArraySize(nc), 1);
+	assert_string_equal(json_str(cJSON_GetArrayItem(nc, 0), "node", ""), "n2");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(rep,
+	                 "checkpoint"), "confirmed")), 2);
+	cJSON_Delete(rep);
+}
+
+/* ---- fault restart (故障重启) ------------------------------------------------------ */
+
+static void
+test_restart_then_success(void **state)
+{
+	struct fx *f = *state;
+	cJSON *rep, *att;
+
+	f->o.restart_max = 1;
+	start(f, 0, 0);
+	result(f, 2, 1, 0, 4);
+	assert_int_equal(coord_phase(f->c), COORD_STOPPING);
+	result(f, 0, 143, SIGTERM, 5);
+	result(f, 1, 143, SIGTERM, 5);
+	/* every result in: the training starts again everywhere, then runs */
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"restart\""), 3);
+	assert_int_equal(count_sent(&f->rec, 2, MSG_COMMAND, "\"attempt\":1"), 1);
+	assert_int_equal(count_sent(&f->rec, 1, MSG_COMMAND, "\"members\":[0,1,2]"), 1);
+	assert_true(evented(&f->rec, "restart n1 0: starting the training again (attempt 1)"));
+	for (int k = 0; k < 3; k++)
+		result(f, k, 0, 0, 9);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_int_equal(coord_exit_code(f->c), 0);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_SUCCEEDED);
+	rep = report(f, 9);
+	assert_int_equal(json_int(rep, "restarts", 0, 10, -1), 1);
+	att = cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "attempts"), 0);
+	assert_non_null(strstr(json_str(att, "ended_by", ""), "n3 (rank 2): the training exited "
+	                       "with status 1"));
+	cJSON_Delete(rep);
+}
+
+static void
+test_restart_exhausted(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.restart_max = 1;
+	start(f, 0, 0);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		result(f, 2, 1, 0, 4);
+		result(f, 0, 143, SIGTERM, 5);
+		result(f, 1, 143, SIGTERM, 5);
+	}
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_int_equal(coord_exit_code(f->c), 1);
+	coord_finish(f->c, 0, 6);
+	assert_true(said(&f->rec, "(no restarts left)"));
+}
+
+/* A training stopped by a signal to its agent is not restarted. */
+static void
+test_no_restart_after_agent_signal(void **state)
+{
+	struct fx *f = *state;
+	struct msg_result r = { .node = "n1", .exit_code = 130, .signal = SIGINT,
+	                        .agent_signal = SIGINT };
+
+	f->o.restart_max = 3;
+	start(f, 0, 0);
+	coord_result(f->c, 0, &r, 3);
+	result(f, 1, 130, SIGINT, 3);
+	result(f, 2, 130, SIGINT, 3);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_STOPPED);
+}
+
+/* ---- lost nodes ---------------------------------------------------------------------- */
+
+static void
+test_lost_node_ends_job(void **state)
+{
+	struct fx *f = *state;
+	char *excl;
+
+	start(f, 0, 0);
+	/* ranks 0 and 1 heard every second; rank 2 silent since 0 */
+	run_until(f, 0.5, 29.5, 0.5, 0x3);
+	assert_false(coord_lost(f->c, 2));
+	run_until(f, 30, 32.5, 0.5, 0x3);
+	assert_true(coord_lost(f->c, 2));
+	assert_true(evented(&f->rec, "node_lost n3 2: n3 (rank 2) lost: no heartbeat for"));
+	assert_int_equal(coord_phase(f->c), COORD_STOPPING);
+	assert_int_equal(count_sent(&f->rec, 2, MSG_COMMAND, "\"stop\""), 0);
+	result(f, 0, 143, SIGTERM, 33);
+	result(f, 1, 143, SIGTERM, 33);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_INTERNAL);
+	assert_false(coord_finalize_safe(f->c));
+	excl = coord_exclude_list(f->c);
+	assert_string_equal(excl, "n3\n");
+	free(excl);
+	coord_finish(f->c, 0, 34);
+	/* no FINAL to a lost node */
+	assert_int_equal(count_sent(&f->rec, 2, MSG_FINAL, NULL), 0);
+	assert_int_equal(count_sent(&f->rec, 1, MSG_FINAL, "\"finalize\":false"), 1);
+}
+
+static void
+test_lost_node_resume_requeues(void **state)
+{
+	struct fx *f = *state;
+	cJSON *rep;
+
+	f->o.resume = true;
+	start(f, 0, 0);
+	run_until(f, 0.5, 33, 0.5, 0x3);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	assert_int_equal(count_sent(&f->rec, 0, MSG_COMMAND, "\"checkpoint\""), 1);
+	assert_int_equal(count_sent(&f->rec, 1, MSG_COMMAND, "\"checkpoint\""), 1);
+	assert_true(said(&f->rec, "vigil: checkpoint: n3 (rank 2) lost"));
+	result(f, 0, 0, 0, 40);
+	result(f, 1, 0, 0, 40);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_ERROR);
+	rep = report(f, 40);
+	assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "faulty_nodes"), 0)
+	                            ->valuestring, "n3");
+	assert_string_equal(json_str(cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "nodes"), 2),
+	                             "state", ""), "lost");
+	cJSON_Delete(rep);
+}
+
+static void
+test_resumes_exhausted(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.resume = true;
+	f->o.max_resumes = 2;
+	f->o.resumes_done = 2;
+	start(f, 0, 0);
+	run_until(f, 0.5, 33, 0.5, 0x3);
+	result(f, 0, 0, 0, 40);
+	result(f, 1, 0, 0, 40);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_NO_REQUEUE);
+}
+
+/* Trainings told to end that do not report in time are lost. */
+static void
+test_results_overdue(void **state)
+{
+	struct fx *f = *state;
+
+	start(f, 0, 0);
+	result(f, 1, 2, 0, 1);
+	assert_int_equal(coord_phase(f->c), COORD_STOPPING);
+	result(f, 0, 143, SIGTERM, 2);
+	/* rank 2's agent answers heartbeats but its result never comes */
+	run_until(f, 2, 45, 0.5, 0x4);
+	assert_int_equal(coord_phase(f->c), COORD_STOPPING);
+	run_until(f, 45.5, 46.5, 0.5, 0x4);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_true(coord_lost(f->c, 2));
+	assert_true(coord_faulty(f->c, 2));
+	assert_true(said(&f->rec, "n3 (rank 2) did not report within 45 s"));
+	assert_int_equal(coord_exit_code(f->c), 2);
+}
+
+/* A node gone after its training ended: avoided, but the outcome stands. */
+static void
+test_lost_after_result(void **state)
+{
+	struct fx *f = *state;
+
+	start(f, 0, 0);
+	result(f, 2, 0, 0, 1);
+	run_until(f, 0.5, 33, 0.5, 0x3);
+	assert_true(coord_lost(f->c, 2));
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	result(f, 0, 0, 0, 34);
+	result(f, 1, 0, 0, 34);
+	assert_int_equal(coord_exit_code(f->c), 0);
+	assert_false(coord_finalize_safe(f->c));
+}
+
+/* ---- elastic (弹性训练) --------------------------------------------------------------- */
+
+static void
+test_elastic_goes_on_without_lost_node(void **state)
+{
+	struct fx *f = *state;
+	cJSON *rep;
+
+	f->o.min_nodes = 2;
+	start(f, 0, 0);
+	run_until(f, 0.5, 33, 0.5, 0x3);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	result(f, 0, 0, 0, 40);
+	result(f, 1, 0, 0, 40);
+	/* restarted on the two healthy nodes */
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_int_equal(count_sent(&f->rec, 0, MSG_COMMAND, "\"members\":[0,1]"), 1);
+	assert_int_equal(count_sent(&f->rec, 2, MSG_COMMAND, "\"restart\""), 0);
+	assert_int_equal(coord_members(f->c), 2);
+	result(f, 0, 0, 0, 80);
+	result(f, 1, 0, 0, 80);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	/* finishing on fewer nodes is a success, that says so */
+	assert_int_equal(coord_exit_code(f->c), 0);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_SUCCEEDED);
+	coord_finish(f->c, 0, 81);
+	assert_true(said(&f->rec, "job succeeded on 2 of 3 nodes in 81.0 s; n3 (rank 2) lost"));
+	rep = report(f, 81);
+	assert_int_equal(json_int(rep, "nodes_trained", 0, 10, -1), 2);
+	cJSON_Delete(rep);
+}
+
+static void
+test_elastic_too_few_left(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.min_nodes = 3;
+	start(f, 0, 0);
+	run_until(f, 0.5, 33, 0.5, 0x3);
+	/* 2 healthy < 3: no elastic restart; a lost node ends the job */
+	assert_int_equal(coord_phase(f->c), COORD_STOPPING);
+	result(f, 0, 143, SIGTERM, 40);
+	result(f, 1, 143, SIGTERM, 40);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_INTERNAL);
+}
+
+/* ---- notes: inspection findings and the batch system's signal -------------------------- */
+
+static void
+note(struct fx *f, int rank, int sig, const char *verdict_s, double now)
+{
+	struct msg_finding fd = { .what = "nic", .device = "eth1",
+	                          .evidence = "operstate down, carrier 0" };
+	struct msg_note n = { .node = "x", .signal = sig };
+
+	if (verdict_s) {
+		verdict_parse(verdict_s, &fd.verdict);
+		n.findings = &fd;
+		n.nfindings = 1;
+	}
+	coord_note(f->c, rank, &n, now);
+}
+
+static void
+test_signal_checkpoints_once(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.resume = true;
+	start(f, 0, 0);
+	note(f, 1, SIGUSR1, NULL, 5);
+	note(f, 2, SIGUSR1, NULL, 5);  /* mpirun forwards it to every rank: once is enough */
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"checkpoint\""), 3);
+	assert_true(said(&f->rec, "checkpoint: SIGUSR1 reached n2 (rank 1)"));
+	for (int k = 0; k < 3; k++)
+		result(f, k, 0, 0, 8);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+	/* the batch system asked: nobody is faulty, the job is stopped */
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_STOPPED);
+}
+
+static void
+test_fault_with_resume(void **state)
+{
+	struct fx *f = *state;
+	char *excl;
+
+	f->o.resume = true;
+	start(f, 0, 0);
+	note(f, 1, 0, "warn", 5);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_true(said(&f->rec, "n2 (rank 1): warning: nic eth1: operstate down"));
+	note(f, 1, 0, "fail", 6);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	assert_true(evented(&f->rec, "fault n2 1: nic eth1: operstate down, carrier 0"));
+	for (int k = 0; k < 3; k++)
+		result(f, k, 0, 0, 8);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_ERROR);
+	excl = coord_exclude_list(f->c);
+	assert_string_equal(excl, "n2\n");
+	free(excl);
+}
+
+static void
+test_fault_without_resume_goes_on(void **state)
+{
+	struct fx *f = *state;
+
+	start(f, 0, 0);
+	note(f, 1, 0, "fail", 6);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_true(said(&f->rec, "the training goes on"));
+	assert_true(coord_faulty(f->c, 1));
+}
+
+static void
+test_reschedule_alert(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.resume = true;
+	start(f, 0, 0);
+	coord_alert(f->c, 2, "n3 e2e 52% above the median", 10);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);  /* alert only by default */
+	coord_free(f->c);
+	rec_clear(&f->rec);
+	f->o.perf_reschedule = true;
+	start(f, 0, 0);
+	coord_alert(f->c, 2, "n3 e2e 52% above the median", 10);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	assert_true(coord_faulty(f->c, 2));
+	assert_true(said(&f->rec, "checkpoint: performance: n3 e2e 52% above the median"));
+}
+
+/* ---- the time limit -------------------------------------------------------------------- */
+
+static void
+test_time_limit_with_resume(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.resume = true;
+	start(f, 0, 0);
+	coord_set_time_limit(f->c, 100);
+	/* the next deadline is the checkpoint, 60 s (the lead) before the end */
+	run_until(f, 0.5, 39.5, 0.5, 0x7);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	all_heard(f, 40);
+	coord_tick(f->c, 40);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	assert_true(said(&f->rec, "checkpoint: the time limit is near"));
+	for (int k = 0; k < 3; k++)
+		result(f, k, 0, 0, 50);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_EXPIRED);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_EXPIRED);
+}
+
+static void
+test_time_limit_moves(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.resume = true;
+	start(f, 0, 0);
+	coord_set_time_limit(f->c, 100);
+	run_until(f, 0.5, 30, 0.5, 0x7);
+	/* an administrator extended the limit (scontrol update TimeLimit=) */
+	coord_set_time_limit(f->c, 200);
+	run_until(f, 30.5, 139.5, 0.5, 0x7);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	all_heard(f, 140);
+	assert_true(coord_tick(f->c, 140) < 0 || coord_phase(f->c) == COORD_CHECKPOINTING);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+}
+
+static void
+test_time_limit_without_resume(void **state)
+{
+	struct fx *f = *state;
+
+	start(f, 0, 0);
+	coord_set_time_limit(f->c, 20);
+	assert_true(coord_tick(f->c, 1) <= 20);
+	run_until(f, 0.5, 19.5, 0.5, 0x7);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	all_heard(f, 20);
+	coord_tick(f->c, 20);
+	assert_int_equal(coord_phase(f->c), COORD_STOPPING);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "the time limit was reached"), 3);
+	for (int k = 0; k < 3; k++)
+		result(f, k, 143, SIGTERM, 21);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_EXPIRED);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_EXPIRED);
+}
+
+/* ---- the coordinator's own troubles ------------------------------------------------------ */
+
+/* Stopped for longer than the timeout, then back: nobody is blamed. */
+static void
+test_stall_blames_nobody(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.heartbeat_s = 0.5;
+	f->o.heartbeat_timeout_s = 2;
+	f->o.resume = true;
+	start(f, 0, 0);
+	run_until(f, 0.25, 3, 0.25, 0x7);
+	/* SIGSTOP for 5 s: no tick, no message read */
+	coord_tick(f->c, 8);
+	assert_int_equal(coord_nlost(f->c), 0);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_true(evented(&f->rec, "stall n1 0: the coordinator was stalled for 5.0 s"));
+	/* the queued heartbeats arrive, and the job goes on */
+	run_until(f, 8.25, 20, 0.25, 0x7);
+	assert_int_equal(coord_nlost(f->c), 0);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	/* a real loss afterwards is still found */
+	run_until(f, 20.25, 23, 0.25, 0x3);
+	assert_true(coord_lost(f->c, 2));
+}
+
+/* Every other node silent at once: the coordinator is the one cut off. */
+static void
+test_isolated_coordinator_names_itself(void **state)
+{
+	struct fx *f = *state;
+	char *excl;
+
+	coord_free(f->c);
+	default_opts(&f->o, 4);
+	f->o.resume = true;
+	start(f, 0, 0);
+	run_until(f, 0.5, 10, 0.5, 0xf);
+	run_until(f, 10.5, 41, 0.5, 0x1);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	assert_true(said(&f->rec, "n1 (rank 0), the coordinator, lost contact with all 3 other "
+	                 "nodes at once"));
+	/* its own training checkpoints; nobody else is blamed */
+	assert_int_equal(count_sent(&f->rec, 0, MSG_COMMAND, "\"checkpoint\""), 1);
+	result(f, 0, 0, 0, 45);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+	excl = coord_exclude_list(f->c);
+	assert_string_equal(excl, "n1\n");
+	free(excl);
+}
+
+/* With one other node, its silence is its own. */
+static void
+test_two_nodes_peer_lost(void **state)
+{
+	struct fx *f = *state;
+
+	coord_free(f->c);
+	default_opts(&f->o, 2);
+	f->o.resume = true;
+	start(f, 0, 0);
+	run_until(f, 0.5, 33, 0.5, 0x1);
+	assert_true(coord_lost(f->c, 1));
+	assert_false(coord_faulty(f->c, 0));
+	assert_true(coord_faulty(f->c, 1));
+}
+
+static void
+test_heartbeats_to_nodes(void **state)
+{
+	struct fx *f = *state;
+
+	start(f, 0, 0);
+	run_until(f, 0.5, 20, 0.5, 0x7);
+	/* every 5 s to each other rank: at 5, 10, 15, 20 */
+	assert_int_equal(count_sent(&f->rec, 1, MSG_HEARTBEAT, NULL), 4);
+	assert_int_equal(count_sent(&f->rec, 2, MSG_HEARTBEAT, NULL), 4);
+	assert_int_equal(count_sent(&f->rec, 0, MSG_HEARTBEAT, NULL), 0);
+}
+
+static void
+test_hold_on_failure(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.hold_s = 600;
+	f->o.job_id = "4242";
+	start(f, 0, 0);
+	result(f, 1, 9, 0, 1);
+	result(f, 0, 143, SIGTERM, 2);
+	result(f, 2, 143, SIGTERM, 2);
+	coord_finish(f->c, 0, 3);
+	assert_true(coord_hold(f->c) == 600);
+	assert_true(said(&f->rec, "n2 (rank 1): srun --jobid=4242 -w n2 --pty bash"));
+	assert_int_equal(count_sent(&f->rec, 1, MSG_FINAL, "\"hold\":600"), 1);
+}
+
+int
+main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_plan_go),
+		T(test_plan_no_go),
+		T(test_plan_elastic_start),
+		T(test_plan_node_never_reported),
+		T(test_plan_no_free_port),
+		T(test_shared_names_hostfile_mode),
+		T(test_shared_names_warned),
+		T(test_shared_names_at_scale),
+		T(test_output_lost_reported),
+		T(test_success),
+		T(test_failure_stops_everyone),
+		T(test_agent_signal_is_stopped),
+		T(test_start_error_said_once),
+		T(test_crash_with_resume_checkpoints),
+		T(test_agent_term_with_resume),
+		T(test_successor_adopts),
+		T(test_checkpoint_not_confirmed),
+		T(test_restart_then_success),
+		T(test_restart_exhausted),
+		T(test_no_restart_after_agent_signal),
+		T(test_lost_node_ends_job),
+		T(test_lost_node_resume_requeues),
+		T(test_resumes_exhausted),
+		T(test_results_overdue),
+		T(test_lost_after_result),
+		T(test_elastic_goes_on_without_lost_node),
+		T(test_elastic_too_few_left),
+		T(test_signal_checkpoints_once),
+		T(test_fault_with_resume),
+		T(test_fault_without_resume_goes_on),
+		T(test_reschedule_alert),
+		T(test_time_limit_with_resume),
+		T(test_time_limit_moves),
+		T(test_time_limit_without_resume),
+		T(test_stall_blames_nobody),
+		T(test_isolated_coordinator_names_itself),
+		T(test_two_nodes_peer_lost),
+		T(test_heartbeats_to_nodes),
+		T(test_hold_on_failure),
+	};
+#undef T
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

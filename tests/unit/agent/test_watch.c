@@ -1,0 +1,197 @@
+/*
+ * test_watch.c - a node's watch on its coordinator and the successor's
+ * majority, with a fake clock.
+ */
+#include "autoconf.h"
+
+#include "../vigil_test.h"
+
+#include <errno.h>
+
+#include "agent/watch.h"
+
+static struct watch *
+make(int self, int size)
+{
+	struct watch_opts o = { .self = self, .size = size, .coordinator = 0,
+	                        .heartbeat_s = 0.5, .heartbeat_timeout_s = 2 };
+	struct watch *w = watch_new(&o, 0);
+
+	assert_non_null(w);
+	return w;
+}
+
+/* Tick from A to B every 0.25 s, the coordinator heard when HEARD; the first action. */
+static enum watch_action
+run(struct watch *w, double a, double b, bool heard, double *at)
+{
+	for (double t = a; t <= b + 1e-9; t += 0.25) {
+		enum watch_action x;
+
+		if (heard)
+			watch_heard(w, 0, t);
+		x = watch_tick(w, t);
+		if (x != WATCH_NONE) {
+			if (at)
+				*at = t;
+			return x;
+		}
+	}
+	return WATCH_NONE;
+}
+
+static void
+test_heard_coordinator_is_fine(void **state)
+{
+	struct watch *w = make(2, 4);
+
+	(void)state;
+	assert_int_equal(run(w, 0.25, 60, true, NULL), WATCH_NONE);
+	assert_false(watch_lost(w));
+	assert_int_equal(watch_coordinator(w), 0);
+	watch_free(w);
+}
+
+/* Silent for twice the timeout: lost, and messages now go to the successor. */
+static void
+test_silence_loses_coordinator(void **state)
+{
+	struct watch *w = make(2, 4);
+	double at = 0;
+
+	(void)state;
+	assert_int_equal(run(w, 0.25, 10, true, NULL), WATCH_NONE);
+	assert_int_equal(run(w, 10.25, 20, false, &at), WATCH_LOST);
+	assert_true(at >= 14 && at <= 14.25);
+	assert_true(watch_lost(w));
+	assert_int_equal(watch_successor(w), 1);
+	assert_int_equal(watch_coordinator(w), 1);
+	/* once */
+	assert_int_equal(run(w, 14.5, 30, false, NULL), WATCH_NONE);
+	watch_free(w);
+}
+
+/* This node stopped (SIGSTOP, swap) past the timeout: no verdict on the coordinator. */
+static void
+test_own_stall_blames_nobody(void **state)
+{
+	struct watch *w = make(2, 4);
+
+	(void)state;
+	assert_int_equal(run(w, 0.25, 5, true, NULL), WATCH_NONE);
+	assert_int_equal(watch_tick(w, 15), WATCH_NONE);
+	assert_false(watch_lost(w));
+	/* the coordinator's queued heartbeats are read, all is well */
+	assert_int_equal(run(w, 15.25, 40, true, NULL), WATCH_NONE);
+	watch_free(w);
+}
+
+/* The coordinator stalls for less than twice the timeout: not a loss. */
+static void
+test_short_coordinator_stall(void **state)
+{
+	struct watch *w = make(1, 3);
+
+	(void)state;
+	assert_int_equal(run(w, 0.25, 5, true, NULL), WATCH_NONE);
+	assert_int_equal(run(w, 5.25, 8.5, false, NULL), WATCH_NONE);
+	assert_int_equal(run(w, 8.75, 20, true, NULL), WATCH_NONE);
+	watch_free(w);
+}
+
+/* The successor takes over when a majority lost the coordinator. */
+static void
+test_successor_takes_over_with_majority(void **state)
+{
+	struct watch *w = make(1, 3);
+
+	(void)state;
+	/* rank 2's word first: counted, but rank 1 still hears the coordinator */
+	assert_int_equal(watch_suspect(w, 2, 3), WATCH_NONE);
+	assert_int_equal(run(w, 0.25, 5, true, NULL), WATCH_NONE);
+	assert_int_equal(run(w, 5.25, 20, false, NULL), WATCH_LOST);
+	/* its own loss makes 2 of 3 */
+	assert_int_equal(watch_tick(w, 9.25), WATCH_TAKE_OVER);
+	assert_int_equal(watch_votes(w), 2);
+	assert_int_equal(watch_tick(w, 9.5), WATCH_NONE);
+	watch_free(w);
+}
+
+static void
+test_successor_alone_does_not_take_over(void **state)
+{
+	struct watch *w = make(1, 4);
+	double at = 0;
+
+	(void)state;
+	assert_int_equal(run(w, 0.25, 20, false, NULL), WATCH_LOST);
+	/* 1 of 4, then 2 of 4: no majority */
+	assert_int_equal(watch_suspect(w, 3, 5), WATCH_NONE);
+	assert_int_equal(run(w, 4.25, 10, false, &at), WATCH_ALONE);
+	assert_true(at >= 6 && at <= 6.25);
+	/* a late word after giving up changes nothing */
+	assert_int_equal(watch_suspect(w, 2, 7), WATCH_NONE);
+	watch_free(w);
+}
+
+static void
+test_suspects_only_count_at_successor(void **state)
+{
+	struct watch *w = make(2, 3);
+
+	(void)state;
+	assert_int_equal(run(w, 0.25, 20, false, NULL), WATCH_LOST);
+	assert_int_equal(watch_suspect(w, 1, 5), WATCH_NONE);
+	assert_int_equal(watch_votes(w), 0);
+	/* the coordinator's own word is no vote */
+	watch_free(w);
+	w = make(1, 3);
+	assert_int_equal(run(w, 0.25, 20, false, NULL), WATCH_LOST);
+	assert_int_equal(watch_suspect(w, 0, 5), WATCH_NONE);
+	assert_int_equal(watch_votes(w), 1);
+	assert_int_equal(watch_suspect(w, 2, 5), WATCH_TAKE_OVER);
+	watch_free(w);
+}
+
+/* Two nodes: the successor can never be a majority alone. */
+static void
+test_two_nodes_never_take_over(void **state)
+{
+	struct watch *w = make(1, 2);
+
+	(void)state;
+	assert_int_equal(run(w, 0.25, 20, false, NULL), WATCH_LOST);
+	assert_int_equal(run(w, 4.25, 20, false, NULL), WATCH_ALONE);
+	watch_free(w);
+}
+
+static void
+test_coordinator_watches_nothing(void **state)
+{
+	struct watch *w = make(0, 3);
+	struct watch_opts bad = { .self = 3, .size = 3 };
+
+	(void)state;
+	assert_int_equal(run(w, 0.25, 60, false, NULL), WATCH_NONE);
+	watch_free(w);
+	assert_null(watch_new(&bad, 0));
+	assert_int_equal(errno, EINVAL);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_heard_coordinator_is_fine),
+		cmocka_unit_test(test_silence_loses_coordinator),
+		cmocka_unit_test(test_own_stall_blames_nobody),
+		cmocka_unit_test(test_short_coordinator_stall),
+		cmocka_unit_test(test_successor_takes_over_with_majority),
+		cmocka_unit_test(test_successor_alone_does_not_take_over),
+		cmocka_unit_test(test_suspects_only_count_at_successor),
+		cmocka_unit_test(test_two_nodes_never_take_over),
+		cmocka_unit_test(test_coordinator_watches_nothing),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
