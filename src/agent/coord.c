@@ -844,7 +844,7 @@ coord_result(struct coord *c, int rank, const struct msg_result *r, double now)
 
 /* One inspection finding: an event, a line, and whether it is a fault. */
 static bool
-take_finding(struct coord *c, int rank, const char *node, const struct msg_finding *f,
+take_finding(struct coord *c, int rank, const char *node, const struct finding *f,
              char *why, size_t whylen)
 {
 	bool fail = f->verdict == VERDICT_FAIL;

@@ -840,10 +840,10 @@ already_reported(struct node *n, const char *key)
 
 /* Tell the coordinator, which decides, what is wrong now that was not before. */
 static void
-report_findings(struct node *n, const struct inspect_finding *f, size_t nf)
+report_findings(struct node *n, const struct finding *f, size_t nf)
 {
 	struct msg m = { .kind = MSG_NOTE };
-	struct msg_finding *mf = calloc(nf > 0 ? nf : 1, sizeof(*mf));
+	struct finding *mf = calloc(nf > 0 ? nf : 1, sizeof(*mf));
 	int k = 0;
 
 	for (size_t i = 0; mf && i < nf; i++) {
@@ -853,11 +853,7 @@ report_findings(struct node *n, const struct inspect_finding *f, size_t nf)
 		         verdict_name(f[i].verdict));
 		if (already_reported(n, key))
 			continue;
-		mf[k].what = f[i].what;
-		mf[k].device = f[i].device;
-		mf[k].verdict = f[i].verdict;
-		mf[k].evidence = f[i].evidence;
-		k++;
+		mf[k++] = f[i];
 	}
 	if (k > 0) {
 		m.u.note.node = n->name;
@@ -872,25 +868,11 @@ report_findings(struct node *n, const struct inspect_finding *f, size_t nf)
 static void
 take_board_findings(struct node *n)
 {
-	struct vhealth_finding *vf = NULL;
-	struct inspect_finding *f;
+	struct finding *vf = NULL;
 	size_t vn = 0;
 
-	if (!n->vmon || vhealth_monitor_take(n->vmon, &vf, &vn) < 0 || vn == 0) {
-		free(vf);
-		return;
-	}
-	f = calloc(vn, sizeof(*f));
-	for (size_t i = 0; f && i < vn; i++) {
-		/* the same shape: vhealth_finding mirrors inspect_finding */
-		snprintf(f[i].what, sizeof(f[i].what), "%s", vf[i].what);
-		snprintf(f[i].device, sizeof(f[i].device), "%s", vf[i].device);
-		f[i].verdict = vf[i].verdict;
-		snprintf(f[i].evidence, sizeof(f[i].evidence), "%s", vf[i].evidence);
-	}
-	if (f)
-		report_findings(n, f, vn);
-	free(f);
+	if (n->vmon && vhealth_monitor_take(n->vmon, &vf, &vn) == 0)
+		report_findings(n, vf, vn);
 	free(vf);
 }
 
@@ -942,7 +924,7 @@ static long
 on_inspect(struct loop *l, void *arg)
 {
 	struct node *n = arg;
-	struct inspect_finding *f = NULL;
+	struct finding *f = NULL;
 	size_t nf = 0;
 	int rc;
 

@@ -114,15 +114,15 @@ plural(long long n, const char *one, const char *many)
 
 /* The sink: every finding is a problem; the first of the worst is the reason. */
 static void
-take(void *arg, const struct judge_finding *f)
+take(void *arg, const struct finding *f)
 {
 	struct verdicts *vs = arg;
 
-	jstr(vs->run, vs->problems, NULL, f->reason);
+	jstr(vs->run, vs->problems, NULL, f->evidence);
 	vs->n++;
 	if (f->verdict > vs->r->verdict) {
 		vs->r->verdict = f->verdict;
-		snprintf(vs->r->reason, sizeof(vs->r->reason), "%s", f->reason);
+		snprintf(vs->r->reason, sizeof(vs->r->reason), "%s", f->evidence);
 	}
 }
 
@@ -527,7 +527,7 @@ check_boards(struct verdicts *vs, struct judge *j)
 	const struct check_ctx *ctx = run->ctx;
 	size_t nslots = ctx->slots ? ctx->nslots : 0, n = 0, asked = 0;
 	struct vhealth_facts *facts = vhealth_facts_new();
-	struct vhealth_finding *f = NULL;
+	struct finding *f = NULL;
 	int rc;
 
 	if (!facts) {

@@ -54,58 +54,6 @@ struct inspect {
 	struct config_path ckpt;     /* path NULL: no checkpoint directory */
 };
 
-struct findings {
-	struct inspect_finding *v;
-	size_t n, cap;
-	bool oom;
-};
-
-/* --- findings ----------------------------------------------------------- */
-
-/* DEVICE into BUF, keeping the end of a long path: "...ckpt/run7". */
-static void
-set_device(char *buf, size_t len, const char *device)
-{
-	size_t n = strlen(device);
-
-	if (n < len)
-		memcpy(buf, device, n + 1);
-	else
-		snprintf(buf, len, "...%s", device + n - (len - 4));
-	/* Control characters (a newline in a path) would break the one-line promise. */
-	for (char *c = buf; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
-}
-
-/* The sink: each finding becomes an inspect_finding. */
-static void
-take(void *arg, const struct judge_finding *jf)
-{
-	struct findings *fs = arg;
-	struct inspect_finding *f;
-
-	if (fs->oom)
-		return;
-	if (fs->n == fs->cap) {
-		size_t cap = fs->cap ? fs->cap * 2 : 8;
-		struct inspect_finding *nv = realloc(fs->v, cap * sizeof(*nv));
-
-		if (!nv) {
-			fs->oom = true;
-			return;
-		}
-		fs->v = nv;
-		fs->cap = cap;
-	}
-	f = &fs->v[fs->n++];
-	memset(f, 0, sizeof(*f));
-	snprintf(f->what, sizeof(f->what), "%s", jf->what);
-	set_device(f->device, sizeof(f->device), jf->device);
-	f->verdict = jf->verdict;
-	snprintf(f->evidence, sizeof(f->evidence), "%s", jf->reason);
-}
-
 /*
  * The baseline *BASE for a counter reading NOW.  An unreadable value
  * (negative) changes nothing.  The first readable value becomes the
@@ -379,10 +327,10 @@ out:
 }
 
 int
-inspect_run(struct inspect *in, struct inspect_finding **findings, size_t *n)
+inspect_run(struct inspect *in, struct finding **findings, size_t *n)
 {
-	struct findings fs = { NULL, 0, 0, false };
-	struct judge j = { take, &fs };
+	struct finding_list fl = { 0 };
+	struct judge j;
 	int rc;
 
 	if (!findings || !n)
@@ -391,6 +339,7 @@ inspect_run(struct inspect *in, struct inspect_finding **findings, size_t *n)
 	*n = 0;
 	if (!in)
 		return -EINVAL;
+	judge_to_list(&j, &fl);
 	rc = inspect_slots(in, &j);
 	if (rc == 0)
 		rc = inspect_network(in, &j);
@@ -398,15 +347,11 @@ inspect_run(struct inspect *in, struct inspect_finding **findings, size_t *n)
 		rc = inspect_memory(in, &j);
 	if (rc == 0 && in->ckpt.path)
 		rc = inspect_ckpt(in, &j);
-	if (rc == 0 && fs.oom)
-		rc = -ENOMEM;
 	if (rc < 0) {
-		free(fs.v);
+		free(fl.v);
 		return rc;
 	}
-	*findings = fs.v;
-	*n = fs.n;
-	return 0;
+	return finding_list_end(&fl, findings, n);
 }
 
 void

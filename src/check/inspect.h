@@ -19,16 +19,6 @@
 
 struct inspect;
 
-struct inspect_finding {
-	char what[16];        /* "slot", "pcie", "aer", "nic", "ib", "memory", "storage" */
-	char device[64];      /* "0000:3b:00.0", "eth1", "mlx5_0/1", "node0", a path
-	                       * (too long a path keeps its end: "...ckpt/run7") */
-	enum verdict verdict; /* VERDICT_WARN or VERDICT_FAIL (a fault) */
-	char evidence[256];   /* one line, the pre-check's words for the same fault:
-	                       * "eth1 is down (operstate down, no carrier)",
-	                       * "mlx5_0 port 1 link went down 2 more times (link_downed 3 -> 5)" */
-};
-
 /*
  * Start inspecting: open the sysfs root of CFG and record the baseline
  * (AER and InfiniBand error counters, which matter only when they rise).
@@ -51,15 +41,16 @@ int inspect_new(const struct config *cfg, const struct slot *slots, size_t nslot
 
 /*
  * Inspect now.  *FINDINGS (array of *N, owned by the caller, free()) lists
- * every current problem: a slot's PCI device missing, the PCIe link below its
- * maximum (cfg->pcie_degraded), AER counters risen since the baseline
- * (fatal: fail, non-fatal: warn, correctable past cfg->aer_correctable_max
- * more: warn), a required NIC not up or without carrier, a required
- * InfiniBand port not ACTIVE/LinkUp, link_downed risen (fail) or
- * symbol_error risen (warn) on any InfiniBand port, a NUMA node's free
- * memory below cfg->mem_min_free_mb (warn), the checkpoint directory
- * missing, below its minimum or not answering (fail; the agent unable to
- * probe it: warn).  Returns 0 or a negative errno.
+ * every current problem, in the pre-check's words: a slot's PCI device
+ * missing, the PCIe link below its maximum (cfg->pcie_degraded), AER
+ * counters risen since the baseline (fatal: fail, non-fatal: warn,
+ * correctable past cfg->aer_correctable_max more: warn), a required NIC
+ * not up or without carrier, a required InfiniBand port not
+ * ACTIVE/LinkUp, link_downed risen (fail) or symbol_error risen (warn) on
+ * any InfiniBand port, a NUMA node's free memory below
+ * cfg->mem_min_free_mb (warn), the checkpoint directory missing, below
+ * its minimum or not answering (fail; the agent unable to probe it:
+ * warn).  Returns 0 or a negative errno.
  * Fast: for use from a loop timer.
  *
  * Counters are compared with the baseline, so a rise is reported on every
@@ -73,7 +64,7 @@ int inspect_new(const struct config *cfg, const struct slot *slots, size_t nslot
  * the deadline in an uninterruptible call is killed and left for the
  * agent's SIGCHLD reaping.
  */
-int inspect_run(struct inspect *in, struct inspect_finding **findings, size_t *n);
+int inspect_run(struct inspect *in, struct finding **findings, size_t *n);
 
 /* inspect_free(NULL) is a no-op. */
 void inspect_free(struct inspect *in);

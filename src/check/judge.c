@@ -24,24 +24,28 @@ void
 judge_say(struct judge *j, enum verdict v, const char *what, const char *device,
           const char *fmt, ...)
 {
-	struct judge_finding f;
-	char reason[256];
+	struct finding f;
 	va_list ap;
 
 	if (v == VERDICT_PASS)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(reason, sizeof(reason), fmt, ap);
+	finding_vset(&f, v, what, device, fmt, ap);
 	va_end(ap);
-	/* Paths and names come from users and devices: one line whatever they hold. */
-	for (char *c = reason; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
-	f.what = what;
-	f.device = device ? device : "";
-	f.verdict = v;
-	f.reason = reason;
 	j->sink(j->arg, &f);
+}
+
+static void
+collect(void *arg, const struct finding *f)
+{
+	finding_add(arg, f->verdict, f->what, f->device, "%s", f->evidence);
+}
+
+void
+judge_to_list(struct judge *j, struct finding_list *l)
+{
+	j->sink = collect;
+	j->arg = l;
 }
 
 void

@@ -22,8 +22,8 @@
  * judge_say() for each problem with its own WHAT ("board") and DEVICE;
  * the pre-check lists it as a check of its own (check.c's table) and the
  * inspection calls it in inspect_run().  The sink decides what a finding
- * becomes: a "problems" entry and the check's reason, or an
- * inspect_finding.
+ * becomes: a "problems" entry and the check's reason, or an entry of the
+ * inspection's list (judge_to_list()).
  */
 #ifndef VIGIL_JUDGE_H
 #define VIGIL_JUDGE_H
@@ -36,18 +36,8 @@
 #include "lib/verdict.h"
 #include "sys/hwmon.h"
 
-/* One problem found.  The strings live only for the call to the sink. */
-struct judge_finding {
-	const char *what;     /* "slot", "pcie", "aer", "driver", "library", "memory",
-	                       * "storage", "limits", "nic", "ib" (at most 15 bytes) */
-	const char *device;   /* what it concerns: "0000:3b:00.0", "eth1", "mlx5_0/1",
-	                       * "node1", a path, "nvidia"; "" for the node as a whole */
-	enum verdict verdict; /* VERDICT_WARN or VERDICT_FAIL, never PASS */
-	const char *reason;   /* one line, no control characters, whole sentence that
-	                       * names the device: "eth1 is down (operstate down, no carrier)" */
-};
-
-typedef void judge_sink_fn(void *arg, const struct judge_finding *f);
+/* F (lib/verdict.h) lives only for the call: the sink copies what it keeps. */
+typedef void judge_sink_fn(void *arg, const struct finding *f);
 
 /* Where findings go: SINK(ARG, finding), called once per problem, in order. */
 struct judge {
@@ -56,12 +46,15 @@ struct judge {
 };
 
 /*
- * The one reporting function: format the reason (at most 255 bytes; any
- * control character becomes '?', so a newline in a path cannot break the
- * one-line promise) and hand it to the sink.  VERDICT_PASS is dropped.
+ * The one reporting function: fill a finding (finding_vset(): the reason
+ * at most 255 bytes, one line) and hand it to the sink.  VERDICT_PASS is
+ * dropped.
  */
 void judge_say(struct judge *j, enum verdict v, const char *what, const char *device,
                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Make J's sink append each finding to L (finding_add()). */
+void judge_to_list(struct judge *j, struct finding_list *l);
 
 /* The configuration's expectations, as the judges take them: plain values, copyable. */
 struct judge_rules {

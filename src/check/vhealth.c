@@ -182,54 +182,6 @@ vhealth_gather(const struct config *cfg, const struct slot *slots, size_t nslots
 	return 0;
 }
 
-/* ---- findings --------------------------------------------------------- */
-
-void
-vhealth_add(struct vhealth_list *l, enum verdict v, const char *what, const char *device,
-            const char *fmt, ...)
-{
-	struct vhealth_finding *f;
-	va_list ap;
-
-	if (v == VERDICT_PASS || l->err)
-		return;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 8;
-
-		f = realloc(l->v, cap * sizeof(*f));
-		if (!f) {
-			l->err = -ENOMEM;
-			return;
-		}
-		l->v = f;
-		l->cap = cap;
-	}
-	f = &l->v[l->n++];
-	memset(f, 0, sizeof(*f));
-	snprintf(f->what, sizeof(f->what), "%s", what);
-	snprintf(f->device, sizeof(f->device), "%s", device);
-	f->verdict = v;
-	va_start(ap, fmt);
-	vsnprintf(f->evidence, sizeof(f->evidence), fmt, ap);
-	va_end(ap);
-}
-
-int
-vhealth_list_end(struct vhealth_list *l, struct vhealth_finding **out, size_t *n)
-{
-	if (l->err) {
-		free(l->v);
-		*out = NULL;
-		*n = 0;
-		return l->err;
-	}
-	*out = l->n ? l->v : NULL;
-	if (!l->n)
-		free(l->v);
-	*n = l->n;
-	return 0;
-}
-
 /* What a board is called in findings: its bus id, else "nvml:3". */
 const char *
 vhealth_kind_key(enum vendor_kind k)
@@ -262,7 +214,7 @@ struct judging {
 	const struct vendor_board *b;
 	const struct vendor_board *base;    /* NULL: no baseline */
 	char dev[32];
-	struct vhealth_list *out;
+	struct finding_list *out;
 };
 
 static void
@@ -275,14 +227,14 @@ judge_recovery(const struct judging *j)
 	const struct vendor_board *b = j->b;
 
 	if (b->reset_required)
-		vhealth_add(j->out, j->r->recovery_action, "recovery", j->dev,
+		finding_add(j->out, j->r->recovery_action, "recovery", j->dev,
 		            "the GPU needs a reset (%s answered NVML_ERROR_RESET_REQUIRED)",
 		            b->lost_call);
 	if (b->recovery > VENDOR_RECOVERY_NONE && b->recovery <= VENDOR_RECOVERY_DRAIN_AND_RESET)
-		vhealth_add(j->out, j->r->recovery_action, "recovery", j->dev,
+		finding_add(j->out, j->r->recovery_action, "recovery", j->dev,
 		            "the driver's recommended recovery action: %s", actions[b->recovery]);
 	else if (b->recovery > VENDOR_RECOVERY_DRAIN_AND_RESET)
-		vhealth_add(j->out, j->r->recovery_action, "recovery", j->dev,
+		finding_add(j->out, j->r->recovery_action, "recovery", j->dev,
 		            "the driver's recommended recovery action: %d", b->recovery);
 }
 
@@ -294,10 +246,10 @@ judge_correctable(const struct judging *j, const char *what, const char *dev,
 
 	if (j->base) {
 		if (r->ecc_correctable_rise >= 0 && rise(base, now) > r->ecc_correctable_rise)
-			vhealth_add(j->out, VERDICT_WARN, what, dev,
+			finding_add(j->out, VERDICT_WARN, what, dev,
 			            "correctable ECC errors%s rose from %lld to %lld", where, base, now);
 	} else if (r->ecc_correctable_max >= 0 && now > r->ecc_correctable_max) {
-		vhealth_add(j->out, VERDICT_WARN, what, dev,
+		finding_add(j->out, VERDICT_WARN, what, dev,
 		            "%lld correctable ECC errors%s (limit %lld)", now, where,
 		            r->ecc_correctable_max);
 	}
@@ -310,11 +262,11 @@ judge_ecc(const struct judging *j)
 
 	if (b->ecc_volatile[1] > 0) {
 		if (b->ecc_aggregate[1] >= 0)
-			vhealth_add(j->out, j->r->ecc_uncorrectable, "ecc", j->dev,
+			finding_add(j->out, j->r->ecc_uncorrectable, "ecc", j->dev,
 			            "%lld uncorrectable ECC errors since the driver loaded "
 			            "(%lld in the board's life)", b->ecc_volatile[1], b->ecc_aggregate[1]);
 		else
-			vhealth_add(j->out, j->r->ecc_uncorrectable, "ecc", j->dev,
+			finding_add(j->out, j->r->ecc_uncorrectable, "ecc", j->dev,
 			            "%lld uncorrectable ECC errors", b->ecc_volatile[1]);
 	}
 	judge_correctable(j, "ecc", j->dev, "", j->base ? j->base->ecc_volatile[0] : -1,
@@ -327,15 +279,15 @@ judge_retired_and_remapped(const struct judging *j)
 	const struct vendor_board *b = j->b;
 
 	if (b->retired_pending == 1)
-		vhealth_add(j->out, j->r->retired_pages_pending, "retired-pages", j->dev,
+		finding_add(j->out, j->r->retired_pages_pending, "retired-pages", j->dev,
 		            "pages wait for retirement at the next reboot (%lld retired for "
 		            "double-bit, %lld for single-bit errors)", b->retired[1], b->retired[0]);
 	if (b->remap_failure == 1)
-		vhealth_add(j->out, j->r->row_remap_failure, "row-remap", j->dev,
+		finding_add(j->out, j->r->row_remap_failure, "row-remap", j->dev,
 		            "row remapping has failed (%lld rows remapped for uncorrectable, "
 		            "%lld for correctable errors)", b->remapped[1], b->remapped[0]);
 	if (b->remap_pending == 1)
-		vhealth_add(j->out, j->r->row_remap_pending, "row-remap", j->dev,
+		finding_add(j->out, j->r->row_remap_pending, "row-remap", j->dev,
 		            "row remapping pending: the GPU needs a reset (%lld rows remapped for "
 		            "uncorrectable, %lld for correctable errors)", b->remapped[1],
 		            b->remapped[0]);
@@ -358,7 +310,7 @@ judge_throttle(const struct judging *j)
 		return;
 	if (j->kind == VENDOR_RSMI) {
 		/* The firmware's bits differ by ASIC: reported whole. */
-		vhealth_add(j->out, j->r->throttle, "throttle", j->dev,
+		finding_add(j->out, j->r->throttle, "throttle", j->dev,
 		            "the firmware throttles the clocks (throttle_status 0x%llx)",
 		            (unsigned long long)b->throttle);
 		return;
@@ -374,7 +326,7 @@ judge_throttle(const struct judging *j)
 			break;
 	}
 	if (names[0])
-		vhealth_add(j->out, j->r->throttle, "throttle", j->dev, "clocks slowed down: %s",
+		finding_add(j->out, j->r->throttle, "throttle", j->dev, "clocks slowed down: %s",
 		            names);
 }
 
@@ -386,7 +338,7 @@ judge_temperature(const struct judging *j)
 	if (b->temperature < 0 || b->slowdown <= 0)
 		return;
 	if (b->temperature >= b->slowdown - j->r->temperature_margin_c)
-		vhealth_add(j->out, j->r->temperature, "temperature", j->dev,
+		finding_add(j->out, j->r->temperature, "temperature", j->dev,
 		            "%d C, the board slows down at %d C", b->temperature, b->slowdown);
 }
 
@@ -403,7 +355,7 @@ judge_links(const struct judging *j)
 	}
 	if (!j->base && known > 0 && j->r->nvlink_expected >= 0 &&
 	    active < (unsigned long long)j->r->nvlink_expected)
-		vhealth_add(j->out, j->r->nvlink_down, "nvlink", j->dev,
+		finding_add(j->out, j->r->nvlink_down, "nvlink", j->dev,
 		            "%u of %u NVLinks active, %lld expected", active, known,
 		            j->r->nvlink_expected);
 	for (unsigned i = 0; j->base && i < VENDOR_MAX_LINKS; i++) {
@@ -412,7 +364,7 @@ judge_links(const struct judging *j)
 
 		snprintf(dev, sizeof(dev), "%s/nvlink%u", j->dev, i);
 		if (j->base->link[i] == 1 && b->link[i] == 0)
-			vhealth_add(j->out, j->r->nvlink_down, "nvlink", dev,
+			finding_add(j->out, j->r->nvlink_down, "nvlink", dev,
 			            "NVLink %u went down (active when the job started)", i);
 		if (j->r->nvlink_errors_rise < 0)
 			continue;
@@ -426,7 +378,7 @@ judge_links(const struct judging *j)
 				                         j->base->link_errors[i][c], b->link_errors[i][c]);
 		}
 		if (what[0])
-			vhealth_add(j->out, VERDICT_WARN, "nvlink", dev, "NVLink %u errors rose: %s",
+			finding_add(j->out, VERDICT_WARN, "nvlink", dev, "NVLink %u errors rose: %s",
 			            i, what);
 	}
 }
@@ -444,7 +396,7 @@ judge_ras(const struct judging *j)
 			continue;
 		snprintf(dev, sizeof(dev), "%s/%s", j->dev, vendor_ras_block_name(i));
 		if (now[1] > 0)
-			vhealth_add(j->out, j->r->ecc_uncorrectable, "ras", dev,
+			finding_add(j->out, j->r->ecc_uncorrectable, "ras", dev,
 			            "%lld uncorrectable errors in block %s", now[1],
 			            vendor_ras_block_name(i));
 		snprintf(where, sizeof(where), " in block %s", vendor_ras_block_name(i));
@@ -467,7 +419,7 @@ judge_health(const struct judging *j)
 		return;
 	driver = b->driver_state >= 0 && b->driver_state <= CNDEV_DRIVER_UNKNOWN
 	         ? drivers[b->driver_state] : "not reported";
-	vhealth_add(j->out, j->r->health, "health", j->dev,
+	finding_add(j->out, j->r->health, "health", j->dev,
 	            "CNDev health: %s, device %s, driver %s",
 	            b->health == 0 ? "not healthy" : b->health == 1 ? "healthy" : "unknown",
 	            b->device_state == CNDEV_DEVICE_IN_PROBLEM ? "in problem"
@@ -482,7 +434,7 @@ judge_board(struct judging *j)
 
 	board_device(b, j->kind, j->dev, sizeof(j->dev));
 	if (b->lost) {
-		vhealth_add(j->out, j->r->lost, "board", j->dev,
+		finding_add(j->out, j->r->lost, "board", j->dev,
 		            "GPU is lost: fallen off the bus or unreachable (%s answered "
 		            "NVML_ERROR_GPU_IS_LOST)", b->lost_call);
 		return;
@@ -554,7 +506,7 @@ vhealth_slot_of(const struct vendor_facts *f, size_t board, const struct slot *s
 static void
 judge_library(const struct config_boards *r, const struct slot *slots, size_t nslots,
               enum vendor_kind kind, const struct vhealth_facts *now,
-              const struct vhealth_facts *base, struct vhealth_list *out)
+              const struct vhealth_facts *base, struct finding_list *out)
 {
 	const struct vendor_facts *f = &now->lib[kind];
 	bool used[VENDOR_MAX_BOARDS] = { false };
@@ -569,7 +521,7 @@ judge_library(const struct config_boards *r, const struct slot *slots, size_t ns
 			continue;
 		m = match_slot(f, s, k++);
 		if (m < 0) {
-			vhealth_add(out, r->lost, "board", s->pci_bus_id,
+			finding_add(out, r->lost, "board", s->pci_bus_id,
 			            "slot %d is not among the %zu %s %s sees (fallen off the bus?)",
 			            s->index, f->nboards, f->nboards == 1 ? "board" : "boards",
 			            vendor_kind_name(kind));
@@ -594,9 +546,9 @@ judge_library(const struct config_boards *r, const struct slot *slots, size_t ns
 int
 vhealth_judge(const struct config_boards *rules, const struct slot *slots, size_t nslots,
               const struct vhealth_facts *now, const struct vhealth_facts *base,
-              struct vhealth_finding **out, size_t *n)
+              struct finding **out, size_t *n)
 {
-	struct vhealth_list l = { 0 };
+	struct finding_list l = { 0 };
 
 	for (unsigned k = 0; k < VENDOR_NKINDS; k++)
 		if (now->asked[k] && now->rc[k] == 0)
@@ -608,11 +560,11 @@ vhealth_judge(const struct config_boards *rules, const struct slot *slots, size_
 		 * slot check the boards.  Not an event. */
 		if (!now->asked[k] || now->rc[k] == 0 || now->rc[k] == -ENOENT)
 			continue;
-		vhealth_add(&l, now->rc[k] == -ETIMEDOUT ? rules->unresponsive : VERDICT_WARN,
+		finding_add(&l, now->rc[k] == -ETIMEDOUT ? rules->unresponsive : VERDICT_WARN,
 		            "board", vhealth_kind_key((enum vendor_kind)k), "%s: %s", name,
 		            now->lib[k].error[0] ? now->lib[k].error : "no answer");
 	}
-	return vhealth_list_end(&l, out, n);
+	return finding_list_end(&l, out, n);
 }
 
 /* ---- events ----------------------------------------------------------- */
@@ -649,9 +601,9 @@ vhealth_xid_name(unsigned long long xid)
 
 bool
 vhealth_judge_event(const struct config_boards *rules, const struct vendor_event *ev,
-                    struct vhealth_finding *out)
+                    struct finding *out)
 {
-	struct vhealth_list l = { .v = out, .cap = 1 };
+	struct finding_list l = { .v = out, .cap = 1 };
 	char dev[32];
 	enum verdict v;
 
@@ -670,17 +622,17 @@ vhealth_judge_event(const struct config_boards *rules, const struct vendor_event
 			if ((unsigned long long)rules->xid_fail[i] == ev->xid)
 				v = VERDICT_FAIL;
 		if (name)
-			vhealth_add(&l, v, "xid", dev, "XID %llu (%s)", ev->xid, name);
+			finding_add(&l, v, "xid", dev, "XID %llu (%s)", ev->xid, name);
 		else
-			vhealth_add(&l, v, "xid", dev, "XID %llu", ev->xid);
+			finding_add(&l, v, "xid", dev, "XID %llu", ev->xid);
 		break;
 	}
 	case VENDOR_EVENT_DBE:
-		vhealth_add(&l, rules->ecc_uncorrectable, "ecc", dev,
+		finding_add(&l, rules->ecc_uncorrectable, "ecc", dev,
 		            "double-bit ECC error (NVML event)");
 		break;
 	case VENDOR_EVENT_LOST:
-		vhealth_add(&l, rules->lost, "board", dev,
+		finding_add(&l, rules->lost, "board", dev,
 		            "a GPU is lost: nvmlEventSetWait answered NVML_ERROR_GPU_IS_LOST");
 		break;
 	default:

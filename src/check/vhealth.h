@@ -38,23 +38,15 @@
 #include "sys/vendor.h"
 
 /*
- * One finding, in the shape of struct inspect_finding (inspect.h), so the
- * inspection and the check can carry it as their own:
+ * The findings (struct finding, lib/verdict.h) are:
  *   what      "board" (lost, library), "xid", "ecc", "retired-pages",
  *             "row-remap", "recovery", "throttle", "temperature", "nvlink",
  *             "ras", "health"
  *   device    the board's PCI bus id "0000:3b:00.0" (with "/nvlink3" or
  *             "/umc" for a link or RAS block), or the library's name when
  *             the library itself is the problem
- *   verdict   VERDICT_WARN or VERDICT_FAIL
  *   evidence  one line, e.g. "XID 79 (GPU has fallen off the bus)"
  */
-struct vhealth_finding {
-	char what[16];
-	char device[64];
-	enum verdict verdict;
-	char evidence[256];
-};
 
 /* What the libraries said.  Large (the boards of three libraries): use
  * vhealth_facts_new(). */
@@ -100,7 +92,7 @@ int vhealth_gather(const struct config *cfg, const struct slot *slots, size_t ns
  */
 int vhealth_judge(const struct config_boards *rules, const struct slot *slots, size_t nslots,
                   const struct vhealth_facts *now, const struct vhealth_facts *base,
-                  struct vhealth_finding **out, size_t *n);
+                  struct finding **out, size_t *n);
 
 /*
  * Judge one NVML event: an XID in rules->xid_fail fails, another XID gets
@@ -109,7 +101,7 @@ int vhealth_judge(const struct config_boards *rules, const struct slot *slots, s
  * is "pass".
  */
 bool vhealth_judge_event(const struct config_boards *rules, const struct vendor_event *ev,
-                         struct vhealth_finding *out);
+                         struct finding *out);
 
 /* "GPU has fallen off the bus" for 79; NULL for an XID without a name here. */
 const char *vhealth_xid_name(unsigned long long xid);
@@ -181,7 +173,7 @@ pid_t vhealth_monitor_pid(const struct vhealth_monitor *m);
  * Returns 0, or -ENOMEM.  Findings repeat on every call while they hold,
  * as the inspection's do.  Safe in a loop callback.
  */
-int vhealth_monitor_take(struct vhealth_monitor *m, struct vhealth_finding **out, size_t *n);
+int vhealth_monitor_take(struct vhealth_monitor *m, struct finding **out, size_t *n);
 
 /* The latest facts, NULL before the first arrive.  Owned by M. */
 const struct vhealth_facts *vhealth_monitor_facts(const struct vhealth_monitor *m);

@@ -472,10 +472,10 @@ drain(struct vhealth_monitor *m)
 }
 
 int
-vhealth_monitor_take(struct vhealth_monitor *m, struct vhealth_finding **out, size_t *n)
+vhealth_monitor_take(struct vhealth_monitor *m, struct finding **out, size_t *n)
 {
-	struct vhealth_finding *judged = NULL;
-	struct vhealth_list l = { 0 };
+	struct finding *judged = NULL;
+	struct finding_list l = { 0 };
 	double now = util_now_s(), stale = 2 * m->interval_s + m->timeout_s;
 	size_t nj = 0;
 	int rc;
@@ -489,25 +489,25 @@ vhealth_monitor_take(struct vhealth_monitor *m, struct vhealth_finding **out, si
 	if (rc < 0)
 		return rc;
 	for (size_t i = 0; i < m->nevents; i++) {
-		struct vhealth_finding f;
+		struct finding f;
 
 		if (vhealth_judge_event(&m->rules, &m->events[i], &f))
-			vhealth_add(&l, f.verdict, f.what, f.device, "%s", f.evidence);
+			finding_add(&l, f.verdict, f.what, f.device, "%s", f.evidence);
 	}
 	for (size_t i = 0; i < nj; i++)
-		vhealth_add(&l, judged[i].verdict, judged[i].what, judged[i].device, "%s",
+		finding_add(&l, judged[i].verdict, judged[i].what, judged[i].device, "%s",
 		            judged[i].evidence);
 	free(judged);
 	for (unsigned k = 0; k < VENDOR_NKINDS; k++) {
 		double since = m->seen[k] > 0 ? m->seen[k] : m->started;
 
 		if (m->asked[k] && now - since > stale)
-			vhealth_add(&l, m->rules.unresponsive, "board",
+			finding_add(&l, m->rules.unresponsive, "board",
 			            vhealth_kind_key((enum vendor_kind)k),
 			            "%s has not answered for %.0f s", vendor_kind_name((enum vendor_kind)k),
 			            now - since);
 	}
-	return vhealth_list_end(&l, out, n);
+	return finding_list_end(&l, out, n);
 }
 
 void

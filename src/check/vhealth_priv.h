@@ -13,20 +13,6 @@
 #include "sys/topo.h"
 #include "sys/vendor.h"
 
-/* A growing list of findings; err is set (and the list frozen) on ENOMEM. */
-struct vhealth_list {
-	struct vhealth_finding *v;
-	size_t n, cap;
-	int err;
-};
-
-/* Append a finding unless V is VERDICT_PASS. */
-void vhealth_add(struct vhealth_list *l, enum verdict v, const char *what, const char *device,
-                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-/* Hand the list over: 0, or its error (the list then freed). */
-int vhealth_list_end(struct vhealth_list *l, struct vhealth_finding **out, size_t *n);
-
 /* The configured path of K's library, NULL for the default name. */
 const char *vhealth_library_path(const struct config_boards *rules, enum vendor_kind k);
 

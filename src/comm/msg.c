@@ -33,6 +33,7 @@
 
 #include "comm/msg.h"
 #include "lib/json.h"
+#include "lib/util.h"
 
 /* Bounds on what a message may carry; anything past them is malformed. */
 #define STATUS_MAX 255          /* exit statuses, vigil's codes included */
@@ -225,7 +226,7 @@ encode_note(cJSON *o, const struct msg_note *n, bool *ok)
 	if (!arr)
 		*ok = false;
 	for (int i = 0; arr && i < n->nfindings; i++) {
-		const struct msg_finding *f = &n->findings[i];
+		const struct finding *f = &n->findings[i];
 		cJSON *x = cJSON_CreateObject();
 
 		if (!x || !cJSON_AddItemToArray(arr, x)) {
@@ -233,10 +234,10 @@ encode_note(cJSON *o, const struct msg_note *n, bool *ok)
 			*ok = false;
 			break;
 		}
-		put_str(x, "what", f->what ? f->what : "?", ok);
-		put_str(x, "device", f->device ? f->device : "?", ok);
+		put_str(x, "what", f->what, ok);
+		put_str(x, "device", f->device, ok);
 		put_str(x, "verdict", verdict_name(f->verdict), ok);
-		put_str(x, "evidence", f->evidence ? f->evidence : "", ok);
+		put_str(x, "evidence", f->evidence, ok);
 	}
 	if (n->usage) {
 		cJSON *u = cJSON_Duplicate(n->usage, true);
@@ -326,6 +327,35 @@ get_strdup(const cJSON *o, const char *key, bool required, const char **out)
 		return -EINVAL;
 	*out = strdup(s);
 	return *out ? 0 : -ENOMEM;
+}
+
+/*
+ * Required string member KEY into BUF (LEN bytes), as valid UTF-8 cut at a
+ * character boundary: so that what is decoded encodes to the same text
+ * and decodes again to the same value.
+ */
+static int
+get_text(const cJSON *o, const char *key, char *buf, size_t len)
+{
+	const char *s;
+	char *fixed;
+	size_t n;
+
+	if (json_get_str(o, key, &s) < 0)
+		return -EINVAL;
+	fixed = util_utf8_repair(s, strlen(s));
+	if (!fixed)
+		return -ENOMEM;
+	n = strlen(fixed);
+	if (n >= len) {
+		n = len - 1;
+		while (n > 0 && ((unsigned char)fixed[n] & 0xc0) == 0x80)
+			n--;
+	}
+	memcpy(buf, fixed, n);
+	buf[n] = '\0';
+	free(fixed);
+	return 0;
 }
 
 static int
@@ -526,12 +556,12 @@ decode_note(const cJSON *o, struct msg_note *n)
 	if (!n->findings)
 		return -ENOMEM;
 	cJSON_ArrayForEach(x, arr) {
-		struct msg_finding *f = &n->findings[i++];
+		struct finding *f = &n->findings[i++];
 		const char *v;
 
-		if ((rc = get_strdup(x, "what", true, &f->what)) < 0 ||
-		    (rc = get_strdup(x, "device", true, &f->device)) < 0 ||
-		    (rc = get_strdup(x, "evidence", true, &f->evidence)) < 0)
+		if ((rc = get_text(x, "what", f->what, sizeof(f->what))) < 0 ||
+		    (rc = get_text(x, "device", f->device, sizeof(f->device))) < 0 ||
+		    (rc = get_text(x, "evidence", f->evidence, sizeof(f->evidence))) < 0)
 			return rc;
 		if (json_get_str(x, "verdict", &v) < 0 || verdict_parse(v, &f->verdict) < 0)
 			return -EINVAL;
@@ -669,11 +699,6 @@ msg_clear(struct msg *m)
 		break;
 	case MSG_NOTE:
 		xfree(m->u.note.node);
-		for (int i = 0; m->u.note.findings && i < m->u.note.nfindings; i++) {
-			xfree(m->u.note.findings[i].what);
-			xfree(m->u.note.findings[i].device);
-			xfree(m->u.note.findings[i].evidence);
-		}
 		free(m->u.note.findings);
 		cJSON_Delete(m->u.note.usage);
 		break;

@@ -94,19 +94,13 @@ struct msg_result {
 	                          * on so far (its reader went away); 0 */
 };
 
-struct msg_finding {
-	const char *what;        /* "slot", "pcie", "aer", "nic", "ib", "memory", "storage", ... */
-	const char *device;
-	enum verdict verdict;  /* WARN or FAIL */
-	const char *evidence;    /* one line */
-};
-
 struct cJSON;
 
 struct msg_note {
 	const char *node;
 	int signal;        /* the batch system's checkpoint signal reached this node; 0 */
-	struct msg_finding *findings;
+	struct finding *findings;  /* inspection findings (lib/verdict.h); decoded, a
+	                            * string longer than its field is cut there */
 	int nfindings;
 	/* What the node's training and boards use now, NULL: not in this
 	 * note.  An object {"cpu_seconds", "memory_bytes", "processes",

@@ -928,7 +928,7 @@ test_elastic_too_few_left(void **state)
 static void
 note(struct fx *f, int rank, int sig, const char *verdict_s, double now)
 {
-	struct msg_finding fd = { .what = "nic", .device = "eth1",
+	struct finding fd = { .what = "nic", .device = "eth1",
 	                          .evidence = "operstate down, carrier 0" };
 	struct msg_note n = { .node = "x", .signal = sig };
 

@@ -42,7 +42,7 @@ struct fix {
 	struct slot slots[2];
 	long long ckpt_min_mb;
 	struct inspect *in;
-	struct inspect_finding *f;
+	struct finding *f;
 	size_t n;
 };
 
@@ -226,7 +226,7 @@ static void
 expect_at(struct fix *f, size_t n, size_t i, const char *what, const char *device,
           enum verdict v, const char *evidence)
 {
-	const struct inspect_finding *x;
+	const struct finding *x;
 
 	if (f->n != n) {
 		dump(f);
@@ -851,7 +851,7 @@ static void
 test_live_root(void **state)
 {
 	struct inspect *in = NULL;
-	struct inspect_finding *fi = NULL;
+	struct finding *fi = NULL;
 	struct config cfg;
 	size_t n = 99;
 

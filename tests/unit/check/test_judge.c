@@ -22,13 +22,8 @@
 #define BUS "0000:3b:00.0"
 #define MAXF 16
 
-struct seen {
-	char what[16], device[600], reason[256];
-	enum verdict verdict;
-};
-
 struct fix {
-	struct seen f[MAXF];
+	struct finding f[MAXF];
 	size_t n;
 	struct judge j;
 	struct judge_rules r;
@@ -36,19 +31,13 @@ struct fix {
 };
 
 static void
-sink(void *arg, const struct judge_finding *jf)
+sink(void *arg, const struct finding *jf)
 {
 	struct fix *x = arg;
-	struct seen *s;
 
 	assert_true(x->n < MAXF);
 	assert_int_not_equal(jf->verdict, VERDICT_PASS);
-	assert_true(strlen(jf->what) < sizeof(s->what));
-	s = &x->f[x->n++];
-	snprintf(s->what, sizeof(s->what), "%s", jf->what);
-	snprintf(s->device, sizeof(s->device), "%s", jf->device);
-	snprintf(s->reason, sizeof(s->reason), "%s", jf->reason);
-	s->verdict = jf->verdict;
+	x->f[x->n++] = *jf;
 }
 
 static int
@@ -88,7 +77,7 @@ dump(const struct fix *x)
 {
 	for (size_t i = 0; i < x->n; i++)
 		print_message("  finding %zu: %s %s %s \"%s\"\n", i, x->f[i].what, x->f[i].device,
-		              verdict_name(x->f[i].verdict), x->f[i].reason);
+		              verdict_name(x->f[i].verdict), x->f[i].evidence);
 }
 
 /* Finding I of exactly N. */
@@ -96,14 +85,14 @@ static void
 expect_at(const struct fix *x, size_t n, size_t i, const char *what, const char *device,
           enum verdict v, const char *reason)
 {
-	const struct seen *s = &x->f[i];
+	const struct finding *s = &x->f[i];
 
 	if (x->n != n) {
 		dump(x);
 		fail_msg("expected %zu findings, got %zu", n, x->n);
 	}
 	if (strcmp(s->what, what) != 0 || strcmp(s->device, device) != 0 || s->verdict != v ||
-	    strcmp(s->reason, reason) != 0) {
+	    strcmp(s->evidence, reason) != 0) {
 		dump(x);
 		fail_msg("finding %zu: wanted %s %s %s \"%s\"", i, what, device, verdict_name(v),
 		         reason);
@@ -152,16 +141,17 @@ test_say(void **state)
 
 	judge_say(&x->j, VERDICT_PASS, "nic", "eth0", "nothing to see");
 	expect_none(x);
-	/* A newline in a name cannot break the one-line promise. */
+	/* A newline in a name cannot break the one-line promise, in the
+	 * reason or in the device. */
 	judge_say(&x->j, VERDICT_FAIL, "storage", "/a\nb", "%s is missing", "/a\nb\x7f");
-	expect_one(x, "storage", "/a\nb", VERDICT_FAIL, "/a?b? is missing");
+	expect_one(x, "storage", "/a?b", VERDICT_FAIL, "/a?b? is missing");
 	/* Cut at 255 bytes, never overrun. */
 	reset(x);
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	judge_say(&x->j, VERDICT_WARN, "memory", NULL, "%s", big);
 	assert_int_equal(x->n, 1);
-	assert_int_equal(strlen(x->f[0].reason), 255);
+	assert_int_equal(strlen(x->f[0].evidence), 255);
 	assert_string_equal(x->f[0].device, "");
 }
 
@@ -538,14 +528,14 @@ test_paths_timeouts(void **state)
 
 		judge_paths(&x->j, c, f, 6, &x->r);
 		assert_int_equal(x->n, 1);
-		for (p = x->f[0].reason; (p = strstr(p, "/gpfs/")); p++)
+		for (p = x->f[0].evidence; (p = strstr(p, "/gpfs/")); p++)
 			shown++;
 		assert_true(shown >= 2 && shown < 6);
 		for (int i = 0; i < shown; i++)
-			assert_non_null(strstr(x->f[0].reason, longnames[i]));
+			assert_non_null(strstr(x->f[0].evidence, longnames[i]));
 		snprintf(want, sizeof(want), "/checkpoints and %d more timed out after 10 s",
 		         6 - shown);
-		assert_non_null(strstr(x->f[0].reason, want));
+		assert_non_null(strstr(x->f[0].evidence, want));
 		assert_string_equal(x->f[0].device, longnames[0]);
 	}
 }
@@ -620,9 +610,11 @@ test_paths_long(void **state)
 	f.dir.err = ENOENT;
 	judge_paths(&x->j, &c, &f, 1, &x->r);
 	assert_int_equal(x->n, 1);
-	assert_string_equal(x->f[0].device, path);  /* the whole path for the sink */
+	/* the finding's device, too, keeps the end */
+	snprintf(want, sizeof(want), "...%s", path + strlen(path) - 60);
+	assert_string_equal(x->f[0].device, want);
 	snprintf(want, sizeof(want), "...%s is missing", path + strlen(path) - 93);
-	assert_string_equal(x->f[0].reason, want);
+	assert_string_equal(x->f[0].evidence, want);
 }
 
 static void

@@ -39,7 +39,7 @@ struct fix {
 	struct slot slots[3];
 	size_t nslots;
 	struct vhealth_facts *now, *base;
-	struct vhealth_finding *f;
+	struct finding *f;
 	size_t n;
 	char dir[128];
 	char script[192];
@@ -142,7 +142,7 @@ judge(struct fix *x, bool with_base)
 }
 
 /* The finding WHAT on DEVICE, failing the test when there is none. */
-static const struct vhealth_finding *
+static const struct finding *
 find(const struct fix *x, const char *what, const char *device)
 {
 	for (size_t i = 0; i < x->n; i++)
@@ -174,7 +174,7 @@ static void
 test_lost(void **state)
 {
 	struct fix *x = *state;
-	const struct vhealth_finding *f;
+	const struct finding *f;
 
 	/* Lost from the bus: NVML still lists the board, but cannot reach it. */
 	board(x, 1)->lost = true;
@@ -229,7 +229,7 @@ static void
 test_ecc(void **state)
 {
 	struct fix *x = *state;
-	const struct vhealth_finding *f;
+	const struct finding *f;
 
 	board(x, 0)->ecc_volatile[0] = 40;
 	board(x, 0)->ecc_volatile[1] = 2;
@@ -253,7 +253,7 @@ static void
 test_ecc_rising(void **state)
 {
 	struct fix *x = *state;
-	const struct vhealth_finding *f;
+	const struct finding *f;
 
 	x->base->lib[VENDOR_NVML].boards[0].ecc_volatile[0] = 40;
 	board(x, 0)->ecc_volatile[0] = 40;
@@ -473,7 +473,7 @@ test_events(void **state)
 {
 	struct fix *x = *state;
 	struct vendor_event ev = { .kind = VENDOR_EVENT_XID, .board = 1, .xid = 79 };
-	struct vhealth_finding f;
+	struct finding f;
 
 	snprintf(ev.bus_id, sizeof(ev.bus_id), BUS1);
 	assert_true(vhealth_judge_event(&x->cfg.boards, &ev, &f));
@@ -801,7 +801,7 @@ test_monitor(void **state)
 	struct fix *x = *state;
 	struct vhealth_monitor *m = NULL;
 	const char *err = NULL;
-	const struct vhealth_finding *f;
+	const struct finding *f;
 
 	int p[2];
 	ssize_t r = -1;

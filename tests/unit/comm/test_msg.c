@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,7 +113,7 @@ test_command_members(void **state)
 static void
 test_note_usage(void **state)
 {
-	struct msg_finding f = { .what = "xid", .device = "0000:07:00.0",
+	struct finding f = { .what = "xid", .device = "0000:07:00.0",
 	                         .verdict = VERDICT_FAIL, .evidence = "XID 79" };
 	struct msg m = { .kind = MSG_NOTE }, d;
 	cJSON *u = cJSON_Parse("{\"cpu_seconds\": 12.5, \"memory_bytes\": 1048576, "
@@ -242,6 +243,39 @@ test_prep_refused(void **state)
 		assert_int_equal(msg_decode(MSG_PREP, bad[i], 2, &d), -EINVAL);
 }
 
+/* A note's findings, decoded into their fields: a string too long for
+ * one is cut at a character boundary, and bytes that are not UTF-8 are
+ * repaired, so the decoded note encodes to text that decodes the same. */
+static void
+test_note_cut(void **state)
+{
+	char text[1200], ev[400];
+	struct msg d, again;
+	char *first, *second;
+
+	(void)state;
+	/* 254 bytes of 'e', then a 2-byte character that would end at 256 */
+	memset(ev, 'e', 254);
+	snprintf(ev + 254, sizeof(ev) - 254, "\xc3\xa9tail");
+	snprintf(text, sizeof(text), "{\"node\": \"n1\", \"findings\": [{\"what\": "
+	         "\"storage\", \"device\": \"/d\xff\", \"verdict\": \"fail\", "
+	         "\"evidence\": \"%s\"}]}", ev);
+	assert_int_equal(msg_decode(MSG_NOTE, text, 2, &d), 0);
+	assert_int_equal(d.u.note.nfindings, 1);
+	assert_int_equal(strlen(d.u.note.findings[0].evidence), 254);
+	assert_string_equal(d.u.note.findings[0].device, "/d\xef\xbf\xbd");
+	first = msg_encode(&d);
+	assert_non_null(first);
+	assert_int_equal(msg_decode(MSG_NOTE, first, 2, &again), 0);
+	second = msg_encode(&again);
+	assert_non_null(second);
+	assert_string_equal(first, second);
+	free(first);
+	free(second);
+	msg_clear(&again);
+	msg_clear(&d);
+}
+
 int
 main(void)
 {
@@ -250,6 +284,7 @@ main(void)
 		cmocka_unit_test(test_plan_nudge),
 		cmocka_unit_test(test_command_members),
 		cmocka_unit_test(test_note_usage),
+		cmocka_unit_test(test_note_cut),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_prep_round_trip),
 		cmocka_unit_test(test_prep_go),

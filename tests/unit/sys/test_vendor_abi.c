@@ -95,7 +95,7 @@ static void
 test_real_library(void **state)
 {
 	struct vhealth_facts *f = vhealth_facts_new();
-	struct vhealth_finding *found = NULL;
+	struct finding *found = NULL;
 	struct slot s;
 	struct config cfg;
 	size_t n = 0;
