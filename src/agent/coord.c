@@ -23,6 +23,7 @@
 #include "vigil.h"
 #include "agent/coord.h"
 #include "lib/sig.h"
+#include "lib/util.h"
 
 /* Beyond the grace: how long to wait for a node that still has not reported. */
 #define LOST_AFTER_STOP_S 15.0
@@ -167,12 +168,6 @@ send_text(struct coord *c, int rank, enum msg_kind kind, const char *text)
 {
 	if (text && c->ops.send)
 		(void)c->ops.send(c->ops.arg, rank, kind, text);
-}
-
-static const char *
-plural(long n)
-{
-	return n == 1 ? "" : "s";
 }
 
 static void
@@ -585,7 +580,7 @@ shared_names(const struct coord *c, char *buf, size_t len)
 		}
 	}
 	if (unnamed)
-		snprintf(buf + used, len - used, "; %d more name%s", unnamed, plural(unnamed));
+		snprintf(buf + used, len - used, "; %d more name%s", unnamed, util_plural(unnamed));
 	free(v);
 	return shared;
 }
@@ -645,18 +640,18 @@ coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan 
 			if (c->o.min_nodes > 0)
 				snprintf(msg, sizeof(msg), "%d of %d node%s not ready, fewer than "
 				         "--min-nodes %d healthy: not starting the training", blocked,
-				         c->n, plural(c->n), c->o.min_nodes);
+				         c->n, util_plural(c->n), c->o.min_nodes);
 			else
 				snprintf(msg, sizeof(msg), "%d of %d node%s not ready (pre-check failed "
 				         "or no report): not starting the training", blocked, c->n,
-				         plural(c->n));
+				         util_plural(c->n));
 			no_go(c, VIGIL_EXIT_UNHEALTHY, msg, now, plan);
 			return 0;
 		}
 		/* the platform's elastic training: start on the healthy nodes */
 		say(c, "vigil: %d of %d node%s not ready: starting on the %d healthy node%s "
-		    "(--min-nodes %d)", blocked, c->n, plural(c->n), c->n - blocked,
-		    plural(c->n - blocked), c->o.min_nodes);
+		    "(--min-nodes %d)", blocked, c->n, util_plural(c->n), c->n - blocked,
+		    util_plural(c->n - blocked), c->o.min_nodes);
 	}
 	port = c->o.master_port > 0 ? c->o.master_port
 	                            : c->ops.free_port ? c->ops.free_port(c->ops.arg) : -ENOSYS;
@@ -1193,7 +1188,7 @@ restart_all(struct coord *c, double now)
 	}
 	if (nmembers == 0 || (c->o.min_nodes > 0 && nmembers < c->o.min_nodes)) {
 		say(c, "vigil: cannot start again: %d healthy node%s left%s", nmembers,
-		    plural(nmembers), c->o.min_nodes > 0 ? ", fewer than --min-nodes" : "");
+		    util_plural(nmembers), c->o.min_nodes > 0 ? ", fewer than --min-nodes" : "");
 		if (!c->end_code && !crash)
 			c->end_code = VIGIL_EXIT_INTERNAL;
 		step(c, EV_EXHAUSTED, now);
@@ -1209,12 +1204,12 @@ restart_all(struct coord *c, double now)
 	}
 	text = restart_command(c, nmembers);
 	say(c, "vigil: starting the training again (attempt %d) on %d node%s after: %.400s",
-	    c->restarts, nmembers, plural(nmembers), c->end_reason);
+	    c->restarts, nmembers, util_plural(nmembers), c->end_reason);
 	{
 		char msg[600];
 
 		snprintf(msg, sizeof(msg), "starting the training again (attempt %d) on %d node%s "
-		         "after: %.400s", c->restarts, nmembers, plural(nmembers), c->end_reason);
+		         "after: %.400s", c->restarts, nmembers, util_plural(nmembers), c->end_reason);
 		event(c, c->o.self, VIGIL_EVENT_RESTART, VIGIL_SEVERITY_WARNING, msg, NULL);
 	}
 	/* a fresh attempt: every live rank reports again */
@@ -1413,7 +1408,7 @@ final_line(const struct coord *c, const char *state, int code, double now, char 
 
 		left_out(c, out, sizeof(out));
 		if (m == c->n)
-			snprintf(msg, len, "job %s on %d node%s in %.1f s", state, m, plural(m),
+			snprintf(msg, len, "job %s on %d node%s in %.1f s", state, m, util_plural(m),
 			         now - c->t0);
 		else
 			snprintf(msg, len, "job %s on %d of %d nodes in %.1f s; %s", state, m, c->n,
@@ -1440,7 +1435,7 @@ say_start_errors(struct coord *c)
 			same++;
 		}
 		if (first)
-			say(c, "vigil: %s (on %d of %d node%s)", n->error, same, c->n, plural(c->n));
+			say(c, "vigil: %s (on %d of %d node%s)", n->error, same, c->n, util_plural(c->n));
 	}
 }
 

@@ -21,6 +21,7 @@
 #include "check/facts.h"
 #include "check/judge.h"
 #include "check/vhealth.h"
+#include "lib/util.h"
 #include "sys/hwmon.h"
 
 /* One run: the facts, the rules, and allocation failure noted once. */
@@ -102,12 +103,6 @@ static cJSON *
 jarr(struct run *run, cJSON *obj, const char *key)
 {
 	return jadd(run, obj, key, cJSON_CreateArray());
-}
-
-static const char *
-plural(long long n, const char *one, const char *many)
-{
-	return n == 1 ? one : many;
 }
 
 /* --- verdicts ----------------------------------------------------------- */
@@ -300,10 +295,10 @@ check_slots(struct verdicts *vs, struct judge *j)
 	if (f->nslots == 0)
 		summary(vs, "no accelerator slots");
 	else if (cf->driver[0])
-		summary(vs, "%zu %s present (%s), driver %s", present,
-		        plural((long long)present, "slot", "slots"), cf->models, cf->driver);
+		summary(vs, "%zu slot%s present (%s), driver %s", present,
+		        util_plural((long long)present), cf->models, cf->driver);
 	else
-		summary(vs, "%zu %s present (%s)", present, plural((long long)present, "slot", "slots"),
+		summary(vs, "%zu slot%s present (%s)", present, util_plural((long long)present),
 		        cf->models);
 }
 
@@ -337,8 +332,8 @@ check_memory(struct verdicts *vs, struct judge *j)
 		}
 	}
 	if (lowest >= 0)
-		summary(vs, "%lld MB free on the emptiest of %zu NUMA %s (node %d)", lowest, m->n,
-		        plural((long long)m->n, "node", "nodes"), lowest_node);
+		summary(vs, "%lld MB free on the emptiest of %zu NUMA node%s (node %d)", lowest, m->n,
+		        util_plural((long long)m->n), lowest_node);
 	else
 		summary(vs, "no NUMA node with memory");
 }
@@ -398,10 +393,10 @@ check_storage(struct verdicts *vs, struct judge *j)
 	}
 	judge_shm(j, &f->shm, run->rules);
 	if (f->shm.rc == 0)
-		summary(vs, "%zu %s usable, /dev/shm %lld MB", f->npaths,
-		        plural((long long)f->npaths, "path", "paths"), f->shm.total_mb);
+		summary(vs, "%zu path%s usable, /dev/shm %lld MB", f->npaths,
+		        util_plural((long long)f->npaths), f->shm.total_mb);
 	else
-		summary(vs, "%zu %s usable", f->npaths, plural((long long)f->npaths, "path", "paths"));
+		summary(vs, "%zu path%s usable", f->npaths, util_plural((long long)f->npaths));
 }
 
 /* --- limits ------------------------------------------------------------ */
@@ -511,9 +506,8 @@ check_nics(struct verdicts *vs, struct judge *j)
 		active += judge_ib_state(j, &f->ib[i]);
 		judge_ib_rate(j, &f->ib[i], run->rules);
 	}
-	summary(vs, "%zu %s up, %zu InfiniBand %s active", up,
-	        plural((long long)up, "interface", "interfaces"), active,
-	        plural((long long)active, "port", "ports"));
+	summary(vs, "%zu interface%s up, %zu InfiniBand port%s active", up,
+	        util_plural((long long)up), active, util_plural((long long)active));
 }
 
 /* --- running ----------------------------------------------------------- */
@@ -552,8 +546,8 @@ check_boards(struct verdicts *vs, struct judge *j)
 			asked += facts->asked[k] && facts->rc[k] == 0;
 	}
 	if (asked)
-		summary(vs, "%zu %s reported healthy by the vendors' libraries", nslots,
-		        plural((long long)nslots, "board", "boards"));
+		summary(vs, "%zu board%s reported healthy by the vendors' libraries", nslots,
+		        util_plural((long long)nslots));
 	else
 		summary(vs, "no vendor library asked");
 	free(f);

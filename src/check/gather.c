@@ -11,6 +11,7 @@
 #include "vigil.h"
 #include "check/gather.h"
 #include "lib/json.h"
+#include "lib/util.h"
 
 char *
 gather_payload(const char *node, int rank, const struct check_report *r,
@@ -225,7 +226,7 @@ compare_fact(struct gather *g, enum fact f)
 		/* Values are at most 255 bytes; a long one is cut in the
 		 * reason, whole in the details. */
 		snprintf(reason, sizeof(reason), "%s \"%.80s\" differs from \"%.80s\" on %d other node%s",
-		         what[f], mine, ref, best, best == 1 ? "" : "s");
+		         what[f], mine, ref, best, util_plural(best));
 		d = cJSON_CreateObject();
 		if (d) {
 			cJSON_AddStringToObject(d, "fact", what[f]);
@@ -304,17 +305,17 @@ gather_print(FILE *f, const struct gather *g, bool verbose)
 	}
 	if (failed) {
 		fprintf(f, "vigil: %d of %d node%s unhealthy\n", failed, g->n,
-		        g->n == 1 ? "" : "s");
+		        util_plural(g->n));
 		return;
 	}
 	/* All passed, so all arrived and agree: node 0 speaks for them. */
 	const struct check_facts *facts = &g->nodes[0].report.facts;
-	fprintf(f, "vigil: all %d node%s healthy (", g->n, g->n == 1 ? "" : "s");
+	fprintf(f, "vigil: all %d node%s healthy (", g->n, util_plural(g->n));
 	if (facts->nslots == 0)
 		fprintf(f, "no accelerators");
 	else
 		fprintf(f, "%d slot%s each: %s", facts->nslots,
-		        facts->nslots == 1 ? "" : "s", facts->models);
+		        util_plural(facts->nslots), facts->models);
 	if (facts->driver[0])
 		fprintf(f, "; driver %s", facts->driver);
 	fprintf(f, ")\n");

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "check/judge.h"
+#include "lib/util.h"
 
 /* Paths longer than this keep their end in a reason: "...ckpt/run7 is missing". */
 #define PATH_IN_REASON 96
@@ -68,20 +69,14 @@ judge_rules_init(struct judge_rules *r, const struct config *cfg)
 	r->probe_trouble = VERDICT_FAIL;
 }
 
-static const char *
-plural(long long n, const char *one, const char *many)
-{
-	return n == 1 ? one : many;
-}
-
 /* --- slots --------------------------------------------------------------- */
 
 void
 judge_slot_count(struct judge *j, size_t nslots, const struct judge_rules *r)
 {
 	if (r->slots_expected >= 0 && nslots < (size_t)r->slots_expected)
-		judge_say(j, VERDICT_FAIL, "slot", "", "found %zu %s, expected %d", nslots,
-		          plural((long long)nslots, "slot", "slots"), r->slots_expected);
+		judge_say(j, VERDICT_FAIL, "slot", "", "found %zu slot%s, expected %d", nslots,
+		          util_plural((long long)nslots), r->slots_expected);
 }
 
 bool
@@ -152,9 +147,8 @@ aer_count(struct judge *j, const struct facts_slot *s, enum verdict v, const cha
 		snprintf(extra, sizeof(extra), " (%lld -> %lld)", *base, now);
 	else if (limit >= 0)
 		snprintf(extra, sizeof(extra), " (limit %lld)", limit);
-	judge_say(j, v, "aer", s->bus_id, "slot %d (%s) has %lld %s%s PCIe AER %s%s", s->index,
-	          s->bus_id, count, base ? "new " : "", kind, plural(count, "error", "errors"),
-	          extra);
+	judge_say(j, v, "aer", s->bus_id, "slot %d (%s) has %lld %s%s PCIe AER error%s%s", s->index,
+	          s->bus_id, count, base ? "new " : "", kind, util_plural(count), extra);
 }
 
 void
@@ -219,9 +213,9 @@ judge_library(struct judge *j, const char *name, const struct facts_library *lib
 	if (lib->rc < 0)
 		judge_say(j, VERDICT_WARN, "library", name, "%s: %s", name, lib->info.error);
 	if (lib->info.count >= 0 && (size_t)lib->info.count < nboards)
-		judge_say(j, VERDICT_FAIL, "library", name, "%s sees %d %s, %zu %s found", name,
-		          lib->info.count, plural(lib->info.count, "board", "boards"), nboards,
-		          plural((long long)nboards, "slot", "slots"));
+		judge_say(j, VERDICT_FAIL, "library", name, "%s sees %d board%s, %zu slot%s found",
+		          name, lib->info.count, util_plural(lib->info.count), nboards,
+		          util_plural((long long)nboards));
 }
 
 /* Compare the digit runs A and B (lengths LA, LB) as numbers of any size. */
@@ -558,14 +552,14 @@ judge_ib_counters(struct judge *j, const char *dev, const struct hwmon_ib_port *
 	if (now->link_downed >= 0 && base->link_downed >= 0 && now->link_downed > base->link_downed) {
 		d = now->link_downed - base->link_downed;
 		judge_say(j, VERDICT_FAIL, "ib", device,
-		          "%s port %u link went down %lld more %s (link_downed %lld -> %lld)", dev,
-		          now->port, d, plural(d, "time", "times"), base->link_downed, now->link_downed);
+		          "%s port %u link went down %lld more time%s (link_downed %lld -> %lld)", dev,
+		          now->port, d, util_plural(d), base->link_downed, now->link_downed);
 	}
 	if (now->symbol_error >= 0 && base->symbol_error >= 0 &&
 	    now->symbol_error > base->symbol_error) {
 		d = now->symbol_error - base->symbol_error;
 		judge_say(j, VERDICT_WARN, "ib", device,
-		          "%s port %u has %lld new symbol %s (symbol_error %lld -> %lld)", dev, now->port,
-		          d, plural(d, "error", "errors"), base->symbol_error, now->symbol_error);
+		          "%s port %u has %lld new symbol error%s (symbol_error %lld -> %lld)", dev,
+		          now->port, d, util_plural(d), base->symbol_error, now->symbol_error);
 	}
 }

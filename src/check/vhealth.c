@@ -522,8 +522,8 @@ judge_library(const struct config_boards *r, const struct slot *slots, size_t ns
 		m = match_slot(f, s, k++);
 		if (m < 0) {
 			finding_add(out, r->lost, "board", s->pci_bus_id,
-			            "slot %d is not among the %zu %s %s sees (fallen off the bus?)",
-			            s->index, f->nboards, f->nboards == 1 ? "board" : "boards",
+			            "slot %d is not among the %zu board%s %s sees (fallen off the bus?)",
+			            s->index, f->nboards, util_plural((long long)f->nboards),
 			            vendor_kind_name(kind));
 			continue;
 		}

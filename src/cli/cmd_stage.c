@@ -80,8 +80,8 @@ on_progress(void *arg, const struct stage_progress *p)
 	} else if (p->event == STAGE_COPIED) {
 		c->copied_bytes += p->bytes;
 	} else {
-		prepview_size((double)c->bytes, a, sizeof(a));
-		prepview_size((double)c->copied_bytes, b, sizeof(b));
+		util_fmt_bytes((double)c->bytes, a, sizeof(a));
+		util_fmt_bytes((double)c->copied_bytes, b, sizeof(b));
 		if (p->reused)
 			printf("%s: %s (%llu files, %s; reused)\n", p->name, p->path ? p->path : "?",
 			       c->files, a);

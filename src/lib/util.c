@@ -360,6 +360,33 @@ util_utf8_valid(const char *s, size_t len)
 }
 
 char *
+util_fmt_bytes(double bytes, char *buf, size_t len)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	const int top = (int)(sizeof(unit) / sizeof(unit[0])) - 1;
+	int u = 0;
+
+	if (!(bytes > 0))
+		bytes = 0;
+	/* 1023.6 KiB would show as "1024 KiB": that is "1.0 MiB" */
+	while (bytes >= 1023.5 && u < top) {
+		bytes /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%.0f B", bytes);
+	else
+		snprintf(buf, len, bytes < 9.95 ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
+	return buf;
+}
+
+const char *
+util_plural(long long n)
+{
+	return n == 1 ? "" : "s";
+}
+
+char *
 util_utf8_repair(const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;

@@ -1,7 +1,8 @@
 /*
  * util.h - one copy of each small utility vigil needs in many places:
  * the monotonic clock, writing all of a buffer, the atomic file writer,
- * private directories, UTF-8 repair and host-name validation.
+ * private directories, UTF-8 repair, sizes and plurals for people, and
+ * host-name validation.
  *
  * Nothing here logs; every fallible function returns 0 or a negative
  * errno (captured before any cleanup can clobber it).  All of it is safe
@@ -104,6 +105,19 @@ char *util_utf8_repair(const char *s, size_t len);
 
 /* Whether LEN bytes of S are valid UTF-8 without NUL bytes. */
 bool util_utf8_valid(const char *s, size_t len);
+
+/*
+ * BYTES for people, in binary units, the one form vigil prints sizes and
+ * rates in: "512 B", "1.5 KiB", "9.9 MiB", "118 MiB", "40 GiB": one
+ * decimal below 10 of a unit, none from 10 on (as `df -h` does), and the
+ * next unit up where rounding would show 1024.  Less than 0 (or NaN)
+ * shows as "0 B".  Writes BUF (LEN bytes, 16 are enough) and returns it.
+ */
+char *util_fmt_bytes(double bytes, char *buf, size_t len);
+
+/* The plural ending of an English noun for a count of N: "s", or "" for
+ * 1 ("1 node", "3 nodes"). */
+const char *util_plural(long long n);
 
 /*
  * Whether NAME is a valid host name for hostfiles and messages: 1 to 253

@@ -14,6 +14,7 @@
 #include <cJSON.h>
 
 #include "lib/json.h"
+#include "lib/util.h"
 #include "perf/metrics.h"
 #include "perf/usage.h"
 
@@ -218,20 +219,6 @@ usage_summary(struct usage *u)
 	return d;
 }
 
-/* BYTES for people: "118 MiB", "40.0 GiB". */
-static void
-human_bytes(double bytes, char *buf, size_t len)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	int u = 0;
-
-	while (bytes >= 1024 && u < 5) {
-		bytes /= 1024;
-		u++;
-	}
-	snprintf(buf, len, bytes < 10 && u > 0 ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
-}
-
 /* One end of a range, for people. */
 typedef void fmt_end(double v, char *buf, size_t len);
 
@@ -277,8 +264,8 @@ put_range(const cJSON *d, const char *key, fmt_end *fmt, const char *unit, bool 
 		fmt(lo, a, sizeof(a));
 		fmt(hi, b, sizeof(b));
 	} else {
-		human_bytes(lo, a, sizeof(a));
-		human_bytes(hi, b, sizeof(b));
+		util_fmt_bytes(lo, a, sizeof(a));
+		util_fmt_bytes(hi, b, sizeof(b));
 	}
 	if (*at >= len)
 		return true;

@@ -13,6 +13,7 @@
 #include "vigil.h"
 #include "lib/json.h"
 #include "lib/loop.h"
+#include "lib/util.h"
 #include "prep/hooks.h"
 #include "prep/prep.h"
 #include "prep/prepview.h"
@@ -170,7 +171,7 @@ node_event(struct prep *p, int rank, const struct msg_prep *m)
 	cJSON_AddNumberToObject(d, "copied_bytes", m->copied_bytes);
 	cJSON_AddNumberToObject(d, "copied_files", m->copied_files);
 	cJSON_AddNumberToObject(d, "data_bytes", m->data_bytes);
-	prepview_size(m->copied_bytes, sz, sizeof(sz));
+	util_fmt_bytes(m->copied_bytes, sz, sizeof(sz));
 	if (m->ok)
 		snprintf(msg, sizeof(msg), "staged in %.1f s (%s copied)", m->seconds, sz);
 	else
@@ -192,7 +193,7 @@ coordinator_check(struct prep *p, double now)
 	silent = prepview_expire(p->view, now, silence_s(p));
 	if (silent > 0) {
 		snprintf(line, sizeof(line), "vigil: %d node%s said nothing of %s preparation for "
-		         "%.0f s: going on without waiting for %s", silent, silent == 1 ? "" : "s",
+		         "%.0f s: going on without waiting for %s", silent, util_plural(silent),
 		         silent == 1 ? "its" : "their", silence_s(p), silent == 1 ? "it" : "them");
 		say(p, line);
 	}
@@ -529,10 +530,10 @@ stage_check(const struct prep *p, cJSON *checks)
 		add_check(checks, "stage", VERDICT_FAIL, p->stage_error, d);
 		return;
 	}
-	prepview_size(p->data_bytes, a, sizeof(a));
-	prepview_size(p->copied_bytes, b, sizeof(b));
+	util_fmt_bytes(p->data_bytes, a, sizeof(a));
+	util_fmt_bytes(p->copied_bytes, b, sizeof(b));
 	snprintf(reason, sizeof(reason), "%d dataset%s, %s (%s copied) in %.1f s", p->nsets,
-	         p->nsets == 1 ? "" : "s", a, b, p->stage_s);
+	         util_plural(p->nsets), a, b, p->stage_s);
 	add_check(checks, "stage", VERDICT_PASS, reason, d);
 }
 
@@ -551,7 +552,7 @@ prep_amend_payload(const struct prep *p, const char *payload)
 	}
 	if (p->early.ran > 0) {
 		snprintf(reason, sizeof(reason), "%d hook%s passed", p->early.ran,
-		         p->early.ran == 1 ? "" : "s");
+		         util_plural(p->early.ran));
 		add_check(checks, "hooks", p->early.failed ? VERDICT_FAIL : p->early.warned ?
 		          VERDICT_WARN : VERDICT_PASS, p->early.why[0] ? p->early.why : reason, NULL);
 	}

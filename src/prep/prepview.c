@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/util.h"
 #include "prep/prepview.h"
 
 #define NAMES_IN_LINE 8   /* nodes named in a progress line before "(+N more)" */
@@ -127,22 +128,6 @@ prepview_done(const struct prepview *v, int rank)
 	return rank >= 0 && rank < v->n && v->nodes[rank].done;
 }
 
-void
-prepview_size(double b, char *buf, size_t len)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	int u = 0;
-
-	while (b >= 1024 && u < 5) {
-		b /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%.0f B", b);
-	else
-		snprintf(buf, len, "%.1f %s", b, unit[u]);
-}
-
 /* The slowest node's time left (s), or < 0 when unknown. */
 static double
 eta(const struct prepview *v)
@@ -215,9 +200,9 @@ prepview_line(const struct prepview *v, double now, char *buf, size_t len)
 	}
 	if (tb <= 0 && tf <= 0)
 		return false;
-	prepview_size(cb, a, sizeof(a));
-	prepview_size(tb, b, sizeof(b));
-	prepview_size(el > 0 ? cb / el : 0, rate, sizeof(rate));
+	util_fmt_bytes(cb, a, sizeof(a));
+	util_fmt_bytes(tb, b, sizeof(b));
+	util_fmt_bytes(el > 0 ? cb / el : 0, rate, sizeof(rate));
 	if (left < 0)
 		snprintf(when, sizeof(when), "time left unknown yet");
 	else
@@ -248,11 +233,11 @@ prepview_summary(const struct prepview *v, char *buf, size_t len)
 	}
 	if (staged == 0)
 		return false;
-	prepview_size(cb, a, sizeof(a));
-	prepview_size(data, d, sizeof(d));
-	prepview_size(secs > 0 ? cb / secs : 0, rate, sizeof(rate));
+	util_fmt_bytes(cb, a, sizeof(a));
+	util_fmt_bytes(data, d, sizeof(d));
+	util_fmt_bytes(secs > 0 ? cb / secs : 0, rate, sizeof(rate));
 	snprintf(buf, len, "staged on %d node%s in %.1f s%s: %s of data on each node, %s copied in "
-	         "all (the rest reused), %s/s", staged - failed, staged - failed == 1 ? "" : "s",
+	         "all (the rest reused), %s/s", staged - failed, util_plural(staged - failed),
 	         secs, failed ? " (failed on some: see the pre-check)" : "", d, a, rate);
 	return true;
 }

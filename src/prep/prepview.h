@@ -55,7 +55,4 @@ bool prepview_summary(const struct prepview *v, char *buf, size_t len);
  */
 cJSON *prepview_report(const struct prepview *v);
 
-/* Human sizes: "512 B", "3.4 MiB", "1.2 GiB" into BUF. */
-void prepview_size(double bytes, char *buf, size_t len);
-
 #endif

@@ -863,7 +863,7 @@ check_space(struct set_ctx *c, char *err, size_t errlen)
 		return 0;
 	if (!stage_would_exceed(total, avail, (double)c->copy_bytes, c->o->max_use_pct, &pct))
 		return 0;
-	prepview_size((double)c->copy_bytes, need, sizeof(need));
+	util_fmt_bytes((double)c->copy_bytes, need, sizeof(need));
 	snprintf(err, errlen, "%s: staging needs %s more on %s, which would then be %.0f%% full, "
 	         "above the maximum of %.0f%% (run.stage_max_use, --stage-max-use)", c->set->name,
 	         need, c->o->dir, pct, c->o->max_use_pct);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/util.h"
 #include "report/report.h"
 #include "report/report_int.h"
 
@@ -397,12 +398,12 @@ put_header(FILE *out, const struct report *r)
 	         "End-to-end time across nodes over iterations (min, mean, max)");
 	if (r->ended && !isnan(r->exit_code))
 		snprintf(title, sizeof(title), "%s: job %s, exit status %.0f; %zu node%s; %zu alert%s",
-		         base, r->state, r->exit_code, r->nnodes, r->nnodes == 1 ? "" : "s",
-		         nalerts, nalerts == 1 ? "" : "s");
+		         base, r->state, r->exit_code, r->nnodes, util_plural(r->nnodes),
+		         nalerts, util_plural(nalerts));
 	else
 		snprintf(title, sizeof(title), "%s: job %s; %zu node%s; %zu alert%s", base,
-		         r->ended ? r->state : "without an end", r->nnodes, r->nnodes == 1 ? "" : "s",
-		         nalerts, nalerts == 1 ? "" : "s");
+		         r->ended ? r->state : "without an end", r->nnodes, util_plural(r->nnodes),
+		         nalerts, util_plural(nalerts));
 	put_text(out, PLOT_X0, 48, "font-size=\"12\" fill=\"#555555\"", title);
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "vigil.h"
+#include "lib/util.h"
 #include "perf/usage.h"
 #include "report/report.h"
 #include "report/report_int.h"
@@ -56,10 +57,10 @@ print_node(FILE *out, const struct rnode *n, int width, bool slowest)
 		snprintf(rank, sizeof(rank), "rank ?");
 	fprintf(out, "  %-*s  %-9s %s", width, n->name, rank, outcome);
 	if (n->faults)
-		fprintf(out, "; %zu fault%s", n->faults, n->faults == 1 ? "" : "s");
+		fprintf(out, "; %zu fault%s", n->faults, util_plural(n->faults));
 	if (n->stragglers)
 		fprintf(out, "; slow (%zu straggler alert%s)", n->stragglers,
-		        n->stragglers == 1 ? "" : "s");
+		        util_plural(n->stragglers));
 	else if (slowest)
 		fputs("; slowest", out);
 	fputc('\n', out);
@@ -100,7 +101,7 @@ print_job(FILE *out, const struct report *r)
 	double t0 = report_parse_time(r->first_time), t1 = report_parse_time(r->last_time);
 
 	fprintf(out, KEY "%s (%zu event%s", "events:", r->path, r->events,
-	        r->events == 1 ? "" : "s");
+	        util_plural(r->events));
 	if (runs > 1)
 		fprintf(out, "; run %d of %d in this log", runs, runs);
 	fputs(")\n", out);
@@ -136,7 +137,7 @@ print_job(FILE *out, const struct report *r)
 	if (r->verdict || nfailed > 0) {
 		fprintf(out, KEY "%s", "pre-check:", r->verdict ? r->verdict : "no verdict");
 		if (nfailed > 0)
-			fprintf(out, ", %d failed check%s", nfailed, nfailed == 1 ? "" : "s");
+			fprintf(out, ", %d failed check%s", nfailed, util_plural(nfailed));
 		fputc('\n', out);
 		if (nfailed > 0)
 			print_list(out, "failed checks:", r->checks_failed);
@@ -245,7 +246,7 @@ static void
 print_lines(FILE *out, const char *key, const char *what, size_t n, const size_t *at,
             size_t nat)
 {
-	fprintf(out, KEY "%zu line%s %s (line", key, n, n == 1 ? "" : "s", what);
+	fprintf(out, KEY "%zu line%s %s (line", key, n, util_plural(n), what);
 	for (size_t i = 0; i < nat; i++)
 		fprintf(out, "%s %zu", i ? "," : "", at[i]);
 	fprintf(out, "%s)\n", n > nat ? ", ..." : "");

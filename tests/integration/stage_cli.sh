@@ -17,7 +17,7 @@ D=$SCRATCH/stage
 
 out=$(vstage --dir "$D" --max-use 100 ds="$SRC" 2>&1); rc=$?
 expect_eq "stage: exit" 0 "$rc"
-expect_match "stage: where the copy is" "^ds: $D/ds-[0-9a-f]{16}/data \\(2 files, 293\\.9 KiB; 2 copied" "$out"
+expect_match "stage: where the copy is" "^ds: $D/ds-[0-9a-f]{16}/data \\(2 files, 294 KiB; 2 copied" "$out"
 copy=$(printf '%s\n' "$out" | sed -n 's/^ds: \([^ ]*\) .*/\1/p')
 expect_eq "stage: the same bytes" 0 "$(diff -r "$SRC" "$copy" >/dev/null; echo $?)"
 expect_eq "stage: read-only" "" "$(find "$copy" -perm /222)"

@@ -1,6 +1,6 @@
 /*
- * test_util.c - the atomic writer, private directories, UTF-8 repair and
- * host-name validation.
+ * test_util.c - the atomic writer, private directories, UTF-8 repair,
+ * sizes and plurals for people, and host-name validation.
  */
 #include "autoconf.h"
 
@@ -219,6 +219,51 @@ test_mkdir_p(void **state)
 	assert_int_equal(util_mkdir_p("", 0755), -ENOENT);
 }
 
+/* Sizes and rates for people: one form everywhere. */
+static void
+test_fmt_bytes(void **state)
+{
+	static const struct {
+		double bytes;
+		const char *want;
+	} cases[] = {
+		{ 0, "0 B" },
+		{ 512, "512 B" },
+		{ 1023, "1023 B" },
+		{ 1023.6, "1.0 KiB" },            /* not "1024 B" */
+		{ 1536, "1.5 KiB" },
+		{ 300953.6, "294 KiB" },
+		{ 3.5 * 1048576, "3.5 MiB" },
+		{ 9.94 * 1048576, "9.9 MiB" },
+		{ 9.96 * 1048576, "10 MiB" },     /* not "10.0 MiB" */
+		{ 118.4 * 1048576, "118 MiB" },
+		{ 1023.7 * 1048576, "1.0 GiB" },  /* not "1024 MiB" */
+		{ 40.0 * 1073741824, "40 GiB" },
+		{ 3.0 * 1099511627776, "3.0 TiB" },
+		{ -5, "0 B" },
+	};
+	char buf[32];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_ptr_equal(util_fmt_bytes(cases[i].bytes, buf, sizeof(buf)), buf);
+		assert_string_equal(buf, cases[i].want);
+	}
+	/* a buffer too small is cut, never overrun */
+	util_fmt_bytes(118.4 * 1048576, buf, 4);
+	assert_string_equal(buf, "118");
+}
+
+static void
+test_plural(void **state)
+{
+	(void)state;
+	assert_string_equal(util_plural(1), "");
+	assert_string_equal(util_plural(0), "s");
+	assert_string_equal(util_plural(2), "s");
+	assert_string_equal(util_plural(-1), "s");
+}
+
 static void
 test_utf8_repair(void **state)
 {
@@ -317,6 +362,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_dir_is_private, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove_tree_keeps_link_targets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mkdir_p, setup, teardown),
+		cmocka_unit_test(test_fmt_bytes),
+		cmocka_unit_test(test_plural),
 		cmocka_unit_test(test_utf8_repair),
 		cmocka_unit_test(test_hostname_check),
 		cmocka_unit_test(test_clock_moves_forward),
