@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -1287,40 +1286,33 @@ mode_launch_free(struct mode_launch *l)
 	memset(l, 0, sizeof(*l));
 }
 
-/* Creates the directories leading to PATH's last component, as mkdir -p. */
+/* PATH's directory into DIR (LEN bytes): "/" for "/x".  -EINVAL for a
+ * bare name or a directory too long. */
 static int
-make_parents(const char *path)
+dir_of(const char *path, char *dir, size_t len)
 {
-	char *dir = strdup(path);
-	int rc = 0;
+	const char *slash = strrchr(path, '/');
 
-	if (!dir)
-		return -ENOMEM;
-	for (char *s = dir + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-			rc = -errno;
-			break;
-		}
-		*s = '/';
-	}
-	free(dir);
-	return rc;
+	if (!slash || (size_t)(slash - path) >= len)
+		return -EINVAL;
+	snprintf(dir, len, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	return 0;
 }
 
 /*
- * PATH gets CONTENT through the atomic writer: a training process that
- * reads the hostfile while vigil writes it (a restart) sees the old file
- * or the new one, never half of one; every process of the job reads it.
+ * PATH gets CONTENT through the atomic writer, its directories made first
+ * (mode 0755): a training process that reads the hostfile while vigil
+ * writes it (a restart) sees the old file or the new one, never half of
+ * one; every process of the job reads it.
  */
 static int
 write_atomic(const char *path, const char *content)
 {
-	int rc = make_parents(path);
+	char dir[PATH_MAX];
+	int rc;
 
-	if (rc < 0)
+	/* a bare name goes to the working directory, which is there */
+	if (dir_of(path, dir, sizeof(dir)) == 0 && (rc = util_mkdir_p(dir, 0755)) < 0)
 		return rc;
 	return util_write_atomic_str(path, content, 0644);
 }
@@ -1333,17 +1325,15 @@ write_atomic(const char *path, const char *content)
 static int
 optional_dir_ok(const char *path)
 {
-	char dir[4096];
-	const char *slash = strrchr(path, '/');
-	int rc;
+	char dir[PATH_MAX];
+	int rc = dir_of(path, dir, sizeof(dir));
 
-	if (!slash || (size_t)(slash - path) >= sizeof(dir))
-		return -EINVAL;
-	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (rc < 0)
+		return rc;
 	rc = util_dir_is_private(dir);
 	if (rc != -ENOENT)
 		return rc;
-	rc = make_parents(path);
+	rc = util_mkdir_p(dir, 0755);
 	return rc < 0 ? rc : util_dir_is_private(dir);
 }
 
