@@ -61,13 +61,16 @@ struct key;
  * after writing the message with fail(). */
 typedef int key_fn(struct parse *p, const struct key *k, const cJSON *v, void *base);
 
+struct list_kind;
+
 struct key {
 	const char *name;
 	key_fn *parse;
 	size_t off;                /* the field, from the start of BASE */
 	size_t count_off;          /* lists: their element count */
-	long long min, max;        /* integers: the accepted range */
+	long long min, max;        /* integers (and lists of them): the accepted range */
 	const struct key *sub;     /* sections and lists of objects: their keys */
+	const struct list_kind *list;  /* lists (parse_list()): their entries */
 	bool required;             /* inside a list entry: must be given */
 };
 
@@ -354,64 +357,6 @@ check_name(struct parse *p, const cJSON *v)
 	return 0;
 }
 
-static void
-free_list(char **list, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(list[i]);
-	free(list);
-}
-
-/* A list given in the file replaces the one before it (defaults, an
- * earlier file), so the new list is built aside and swapped in whole. */
-static int
-parse_names(struct parse *p, const struct key *k, const cJSON *v, void *base)
-{
-	char ***field = FIELD(base, k, char **);
-	size_t *count = (size_t *)(void *)((char *)base + k->count_off);
-	char **list = NULL;
-	size_t n = 0, len, i = 0;
-	const cJSON *e;
-	int rc = 0;
-
-	if (!cJSON_IsArray(v))
-		return type_error(p, "an array of names", v);
-	len = (size_t)cJSON_GetArraySize(v);
-	if (len > 0) {
-		list = calloc(len, sizeof(*list));
-		if (!list)
-			return fail(p, -ENOMEM, "out of memory");
-	}
-	cJSON_ArrayForEach(e, v) {
-		size_t old = push(p, NULL, i++);
-
-		rc = check_name(p, e);
-		if (rc < 0)
-			goto out;
-		pop(p, old);
-		/* cJSON_GetArraySize() counts in an int; never trust it to
-		 * bound the walk. */
-		if (n >= len) {
-			rc = fail(p, -EINVAL, "too many entries");
-			goto out;
-		}
-		list[n] = strdup(e->valuestring);
-		if (!list[n]) {
-			rc = fail(p, -ENOMEM, "out of memory");
-			goto out;
-		}
-		n++;
-	}
-	free_list(*field, *count);
-	*field = list;
-	*count = n;
-	list = NULL;
-	n = 0;
-out:
-	free_list(list, n);
-	return rc;
-}
-
 /*
  * A required version: "550.54.15" exactly, or ">=550.54.15" (spaces
  * allowed after ">=") that or later.  Versions start with a digit and hold
@@ -443,47 +388,124 @@ parse_version(struct parse *p, const struct key *k, const cJSON *v, void *base)
 	return 0;
 }
 
-/* A list of integers in [k->min, k->max] (XIDs), replacing the one before. */
-static int
-parse_ints(struct parse *p, const struct key *k, const cJSON *v, void *base)
+/* ---- lists ---------------------------------------------------------- */
+
+/*
+ * What a list's entries are: how big, how one is read, what it starts as,
+ * and what it holds.  ENTRY reads element V into the entry at BASE with
+ * the list's key (its range, its sub-keys): it does not use k->off.
+ */
+struct list_kind {
+	const char *expected;           /* "an array of ...", for a value that is not one */
+	size_t size;                    /* one entry */
+	key_fn *entry;
+	void (*init)(void *entry);      /* NULL: the entry starts zeroed */
+	void (*clear)(void *entry);     /* what one entry holds; NULL: nothing */
+};
+
+static void
+free_entries(const struct list_kind *lk, void *list, size_t n)
 {
-	int **field = FIELD(base, k, int *);
+	for (size_t i = 0; lk->clear && i < n; i++)
+		lk->clear((char *)list + i * lk->size);
+	free(list);
+}
+
+/*
+ * The one parser of arrays: names, integers, objects.  A list given in
+ * the file replaces the one before it (defaults, an earlier file), so the
+ * new list is built aside and swapped in whole.  The field is a pointer
+ * to the entries, of whatever type: it is read and written with memcpy()
+ * as a void *, which has the same representation on every platform
+ * vigil runs on (POSIX).
+ */
+static int
+parse_list(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	const struct list_kind *lk = k->list;
 	size_t *count = (size_t *)(void *)((char *)base + k->count_off);
-	int *list = NULL;
+	char *list = NULL;
+	void *old;
 	size_t n = 0, len;
 	const cJSON *e;
 	int rc = 0;
 
 	if (!cJSON_IsArray(v))
-		return type_error(p, "an array of integers", v);
+		return type_error(p, lk->expected, v);
 	len = (size_t)cJSON_GetArraySize(v);
-	if (len > 0) {
-		list = calloc(len, sizeof(*list));
-		if (!list)
-			return fail(p, -ENOMEM, "out of memory");
-	}
+	if (len > 0 && !(list = calloc(len, lk->size)))
+		return fail(p, -ENOMEM, "out of memory");
 	cJSON_ArrayForEach(e, v) {
-		size_t old = push(p, NULL, n);
-		long long x;
+		size_t at = push(p, NULL, n);
+		char *entry = list + n * lk->size;
 
+		/* cJSON_GetArraySize() counts in an int; never trust it to
+		 * bound the walk. */
 		if (n >= len) {
 			rc = fail(p, -EINVAL, "too many entries");
-			goto out;
+			break;
 		}
-		rc = get_integer(p, k, e, &x);
+		if (lk->init)
+			lk->init(entry);
+		n++;
+		rc = lk->entry(p, k, e, entry);
 		if (rc < 0)
-			goto out;
-		pop(p, old);
-		list[n++] = (int)x;
+			break;
+		pop(p, at);
 	}
-	free(*field);
-	*field = list;
+	if (rc < 0) {
+		free_entries(lk, list, n);
+		return rc;
+	}
+	memcpy(&old, (char *)base + k->off, sizeof(old));
+	free_entries(lk, old, *count);
+	old = list;
+	memcpy((char *)base + k->off, &old, sizeof(old));
 	*count = n;
-	list = NULL;
-out:
-	free(list);
+	return 0;
+}
+
+/* A list of names (interfaces, InfiniBand devices). */
+static int
+name_entry(struct parse *p, const struct key *k, const cJSON *v, void *entry)
+{
+	int rc = check_name(p, v);
+
+	(void)k;
+	if (rc < 0)
+		return rc;
+	*(char **)entry = strdup(v->valuestring);
+	return *(char **)entry ? 0 : fail(p, -ENOMEM, "out of memory");
+}
+
+static void
+clear_name(void *entry)
+{
+	free(*(char **)entry);
+}
+
+static const struct list_kind names_list = {
+	.expected = "an array of names", .size = sizeof(char *),
+	.entry = name_entry, .clear = clear_name,
+};
+
+/* A list of integers in [k->min, k->max] (XIDs). */
+static int
+int_entry(struct parse *p, const struct key *k, const cJSON *v, void *entry)
+{
+	long long x;
+	int rc = get_integer(p, k, v, &x);
+
+	if (rc == 0)
+		*(int *)entry = (int)x;
 	return rc;
 }
+
+static const struct list_kind ints_list = {
+	.expected = "an array of integers", .size = sizeof(int), .entry = int_entry,
+};
+
+/* ---- the storage paths ---------------------------------------------- */
 
 static const struct key path_keys[] = {
 	{ .name = "path", .parse = parse_path,
@@ -498,58 +520,21 @@ static const struct key path_keys[] = {
 };
 
 static void
-free_paths(struct config_path *paths, size_t n)
+init_path(void *entry)
 {
-	for (size_t i = 0; i < n; i++)
-		free(paths[i].path);
-	free(paths);
+	((struct config_path *)entry)->writable = true;
 }
 
-static int
-parse_paths(struct parse *p, const struct key *k, const cJSON *v, void *base)
+static void
+clear_path(void *entry)
 {
-	struct config_path **field = FIELD(base, k, struct config_path *);
-	size_t *count = (size_t *)(void *)((char *)base + k->count_off);
-	struct config_path *paths = NULL;
-	size_t n = 0, len;
-	const cJSON *e;
-	int rc = 0;
-
-	if (!cJSON_IsArray(v))
-		return type_error(p, "an array of objects", v);
-	len = (size_t)cJSON_GetArraySize(v);
-	if (len > 0) {
-		paths = calloc(len, sizeof(*paths));
-		if (!paths)
-			return fail(p, -ENOMEM, "out of memory");
-	}
-	cJSON_ArrayForEach(e, v) {
-		size_t old = push(p, NULL, n);
-
-		if (n >= len) {
-			rc = fail(p, -EINVAL, "too many entries");
-			goto out;
-		}
-		paths[n].writable = true;
-		n++;
-		if (!cJSON_IsObject(e)) {
-			rc = type_error(p, "an object", e);
-			goto out;
-		}
-		rc = parse_object(p, e, k->sub, &paths[n - 1]);
-		if (rc < 0)
-			goto out;
-		pop(p, old);
-	}
-	free_paths(*field, *count);
-	*field = paths;
-	*count = n;
-	paths = NULL;
-	n = 0;
-out:
-	free_paths(paths, n);
-	return rc;
+	free(((struct config_path *)entry)->path);
 }
+
+static const struct list_kind paths_list = {
+	.expected = "an array of objects", .size = sizeof(struct config_path),
+	.entry = parse_section, .init = init_path, .clear = clear_path,
+};
 
 /* ---- the "hooks" list ------------------------------------------------ */
 
@@ -628,51 +613,15 @@ static const struct key hook_keys[] = {
 };
 
 static void
-free_hooks(struct config_hook *hooks, size_t n)
+clear_hook(void *entry)
 {
-	for (size_t i = 0; i < n; i++)
-		free(hooks[i].command);
-	free(hooks);
+	free(((struct config_hook *)entry)->command);
 }
 
-static int
-parse_hooks(struct parse *p, const struct key *k, const cJSON *v, void *base)
-{
-	struct config *cfg = base;
-	struct config_hook *hooks = NULL;
-	size_t n = 0, len;
-	const cJSON *e;
-	int rc = 0;
-
-	(void)k;
-	if (!cJSON_IsArray(v))
-		return type_error(p, "an array of objects", v);
-	len = (size_t)cJSON_GetArraySize(v);
-	if (len > 0 && !(hooks = calloc(len, sizeof(*hooks))))
-		return fail(p, -ENOMEM, "out of memory");
-	cJSON_ArrayForEach(e, v) {
-		size_t old = push(p, NULL, n);
-
-		if (n >= len) {
-			rc = fail(p, -EINVAL, "too many entries");
-			break;
-		}
-		n++;
-		rc = cJSON_IsObject(e) ? parse_object(p, e, hook_keys, &hooks[n - 1])
-		                       : type_error(p, "an object", e);
-		if (rc < 0)
-			break;
-		pop(p, old);
-	}
-	if (rc < 0) {
-		free_hooks(hooks, n);
-		return rc;
-	}
-	free_hooks(cfg->hooks, cfg->nhooks);
-	cfg->hooks = hooks;
-	cfg->nhooks = n;
-	return 0;
-}
+static const struct list_kind hooks_list = {
+	.expected = "an array of objects", .size = sizeof(struct config_hook),
+	.entry = parse_section, .clear = clear_hook,
+};
 
 /* ---- the "run" section ---------------------------------------------- */
 
@@ -898,7 +847,8 @@ static const struct key memory_keys[] = {
 };
 
 static const struct key storage_keys[] = {
-	{ .name = "paths", .parse = parse_paths, CFG_LIST(paths, npaths), .sub = path_keys },
+	{ .name = "paths", .parse = parse_list, CFG_LIST(paths, npaths), .sub = path_keys,
+	  .list = &paths_list },
 	{ .name = "shm_min_mb", .parse = parse_llong, CFG(shm_min_mb), .min = 0, .max = MB_MAX },
 	{ .name = "ckpt_min_free_mb", .parse = parse_llong, CFG(ckpt_min_free_mb),
 	  .min = 0, .max = MB_MAX },
@@ -912,10 +862,11 @@ static const struct key limits_keys[] = {
 };
 
 static const struct key nics_keys[] = {
-	{ .name = "required", .parse = parse_names, CFG_LIST(nics, nnics) },
+	{ .name = "required", .parse = parse_list, CFG_LIST(nics, nnics), .list = &names_list },
 	{ .name = "min_speed_mbps", .parse = parse_llong, CFG(nic_min_speed_mbps),
 	  .min = 0, .max = INT_MAX },
-	{ .name = "ib_devices", .parse = parse_names, CFG_LIST(ib_devices, nib_devices) },
+	{ .name = "ib_devices", .parse = parse_list, CFG_LIST(ib_devices, nib_devices),
+	  .list = &names_list },
 	{ .name = "ib_min_rate_gbps", .parse = parse_llong, CFG(ib_min_rate_gbps),
 	  .min = 0, .max = INT_MAX },
 	{ .name = NULL }
@@ -930,8 +881,9 @@ static const struct key boards_keys[] = {
 	{ .name = "cndev_library", .parse = parse_path, BOARDS(cndev_library) },
 	{ .name = "lost", .parse = parse_verdict, BOARDS(lost) },
 	{ .name = "unresponsive", .parse = parse_verdict, BOARDS(unresponsive) },
-	{ .name = "xid_fail", .parse = parse_ints, BOARDS(xid_fail),
-	  .count_off = offsetof(struct config, boards.nxid_fail), .min = 0, .max = 65535 },
+	{ .name = "xid_fail", .parse = parse_list, BOARDS(xid_fail),
+	  .count_off = offsetof(struct config, boards.nxid_fail), .min = 0, .max = 65535,
+	  .list = &ints_list },
 	{ .name = "xid_other", .parse = parse_verdict, BOARDS(xid_other) },
 	{ .name = "ecc_uncorrectable", .parse = parse_verdict, BOARDS(ecc_uncorrectable) },
 	{ .name = "ecc_correctable_max", .parse = parse_llong, BOARDS(ecc_correctable_max),
@@ -971,7 +923,8 @@ static const struct key top_keys[] = {
 	{ .name = "sysfs_root", .parse = parse_path, CFG(sysfs_root) },
 	{ .name = "check", .parse = parse_section, .sub = check_keys },
 	{ .name = "run", .parse = parse_run },
-	{ .name = "hooks", .parse = parse_hooks },
+	{ .name = "hooks", .parse = parse_list, CFG_LIST(hooks, nhooks), .sub = hook_keys,
+	  .list = &hooks_list },
 	{ .name = NULL }
 };
 
@@ -1373,12 +1326,12 @@ void
 config_free(struct config *cfg)
 {
 	free(cfg->sysfs_root);
-	free_paths(cfg->paths, cfg->npaths);
-	free_list(cfg->nics, cfg->nnics);
-	free_list(cfg->ib_devices, cfg->nib_devices);
+	free_entries(&paths_list, cfg->paths, cfg->npaths);
+	free_entries(&names_list, cfg->nics, cfg->nnics);
+	free_entries(&names_list, cfg->ib_devices, cfg->nib_devices);
 	free_settings(cfg->run, cfg->nrun);
 	free_settings(cfg->run_limits, cfg->nrun_limits);
-	free_hooks(cfg->hooks, cfg->nhooks);
+	free_entries(&hooks_list, cfg->hooks, cfg->nhooks);
 	free(cfg->origin);
 	config_boards_free(&cfg->boards);
 	memset(cfg, 0, sizeof(*cfg));

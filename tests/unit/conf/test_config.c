@@ -463,6 +463,28 @@ test_overlay(void **state)
 	                         " {\"path\": 3}]}}}"), -EINVAL);
 	assert_int_equal(c->npaths, 1);
 	assert_string_equal(c->paths[0].path, "/tmp");
+
+	/* lists of integers and of hooks go the same way */
+	assert_int_equal(load(f, "{\"check\": {\"boards\": {\"xid_fail\": [79, 48]}},"
+	                         " \"hooks\": [{\"phase\": \"end\", \"command\": \"true\"}]}"), 0);
+	assert_int_equal(c->boards.nxid_fail, 2);
+	assert_int_equal(c->boards.xid_fail[0], 79);
+	assert_int_equal(c->boards.xid_fail[1], 48);
+	assert_int_equal(c->nhooks, 1);
+	assert_int_equal(load(f, "{\"check\": {\"boards\": {\"xid_fail\": [13, 70000]}}}"),
+	                 -EINVAL);
+	assert_string_equal(f->err, "cfg.json: check.boards.xid_fail[1]: 70000 is out of range "
+	                            "(at most 65535)");
+	assert_int_equal(load(f, "{\"hooks\": [{\"phase\": \"end\", \"command\": \"a\"},"
+	                         " {\"phase\": \"end\", \"command\": \"\"}]}"), -EINVAL);
+	assert_int_equal(c->boards.nxid_fail, 2);
+	assert_int_equal(c->boards.xid_fail[0], 79);
+	assert_int_equal(c->nhooks, 1);
+	assert_string_equal(c->hooks[0].command, "true");
+	assert_int_equal(load(f, "{\"check\": {\"boards\": {\"xid_fail\": []}}, \"hooks\": []}"),
+	                 0);
+	assert_int_equal(c->boards.nxid_fail, 0);
+	assert_int_equal(c->nhooks, 0);
 }
 
 /* The "run" section as the site writes it: kept as given, checked once. */
