@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include <cJSON.h>
 
@@ -25,7 +24,7 @@
 #include "lib/events.h"
 #include "lib/json.h"
 #include "lib/log.h"
-#include "lib/util.h"
+#include "lib/loop.h"
 #include "proc/slurm.h"
 #include "sys/topo.h"
 
@@ -325,6 +324,106 @@ write_events(const char *path, const struct gather *g)
 
 /* Beyond the gather's timeout, how long a node waits for the coordinator's word on the end. */
 #define END_WAIT_S 10
+/* How long the coordinator waits for its word on the end to leave. */
+#define SENT_WAIT_S 2
+
+/*
+ * The sweep's waits on its peers, in the event loop as `vigil run`'s
+ * are: MPI is not a descriptor, so the loop's hook looks at it every few
+ * milliseconds (each look is one non-blocking test), and a timer ends
+ * the wait at its deadline.  A hung peer costs the deadline, never a
+ * hang.
+ */
+enum sweep_wait {
+	WAIT_GATHER,   /* every node's report at the coordinator; this one's sent */
+	WAIT_END,      /* a node: the coordinator's word on the end */
+	WAIT_SENT,     /* the coordinator: that word gone to every node */
+};
+
+/* Between two looks at MPI, by wait (ms): the messages are due any moment. */
+static const long look_ms[] = { [WAIT_GATHER] = 1, [WAIT_END] = 2, [WAIT_SENT] = 1 };
+
+struct sweep {
+	struct loop *loop;
+	struct peer *p;
+	struct peer_gather *pg;
+	enum sweep_wait what;
+	struct loop_timer *deadline;
+	int rc;          /* 1: what was waited for came; 0: not yet / the deadline; < 0: MPI error */
+	int code;        /* WAIT_END: the sweep's status */
+	bool finalize;   /* WAIT_END: every rank reported, MPI_Finalize is safe */
+};
+
+/* A node: the coordinator's word on the end (tell_end()), if it came.
+ * 1 with S->code and S->finalize set, 0 while it has not, or < 0. */
+static int
+take_end(struct sweep *s)
+{
+	int src, tag, rc;
+	char *text;
+	struct msg m;
+
+	while ((rc = peer_poll(s->p, &src, &tag, &text)) == 1) {
+		rc = tag == MSG_FINAL && src == 0 ? msg_decode(MSG_FINAL, text, peer_size(s->p), &m)
+		                                  : -EINVAL;
+		free(text);
+		if (rc == 0) {
+			s->code = m.u.final.exit_code;
+			s->finalize = m.u.final.finalize;
+			msg_clear(&m);
+			return 1;
+		}
+	}
+	return rc;
+}
+
+/* The loop's hook: one look at MPI for what is awaited. */
+static long
+look(struct loop *l, void *arg)
+{
+	struct sweep *s = arg;
+	int rc;
+
+	switch (s->what) {
+	case WAIT_GATHER: rc = peer_gather_progress(s->pg); break;
+	case WAIT_END: rc = take_end(s); break;
+	case WAIT_SENT:
+	default: rc = peer_sent(s->p); break;
+	}
+	if (rc == 0)
+		return look_ms[s->what];
+	s->rc = rc;
+	loop_stop(l);
+	return 0;
+}
+
+static long
+on_deadline(struct loop *l, void *arg)
+{
+	struct sweep *s = arg;
+
+	s->deadline = NULL;
+	loop_stop(l);
+	return LOOP_NOMORE;
+}
+
+/* Wait for WHAT at most TIMEOUT_S: 1 when it came, 0 at the deadline, or a
+ * negative errno. */
+static int
+sweep_wait(struct sweep *s, enum sweep_wait what, double timeout_s)
+{
+	int rc;
+
+	s->what = what;
+	s->rc = 0;
+	s->deadline = loop_add_timer(s->loop, (long)(timeout_s * 1000), on_deadline, s);
+	if (!s->deadline)
+		return -ENOMEM;
+	rc = loop_run(s->loop);
+	loop_del_timer(s->loop, s->deadline);
+	s->deadline = NULL;
+	return rc < 0 ? rc : s->rc;
+}
 
 /*
  * The end of a sweep under mpirun, said by the coordinator to every node
@@ -335,7 +434,7 @@ write_events(const char *path, const struct gather *g)
  * time, after the verdict, and mpirun's end of the job never races it.
  */
 static void
-tell_end(struct peer *p, struct peer_gather *pg, int code, bool complete)
+tell_end(struct sweep *s, int code, bool complete)
 {
 	struct msg m = { .kind = MSG_FINAL };
 	char *text;
@@ -344,48 +443,12 @@ tell_end(struct peer *p, struct peer_gather *pg, int code, bool complete)
 	m.u.final.state = code ? VIGIL_STATE_ERROR : VIGIL_STATE_SUCCEEDED;
 	m.u.final.finalize = complete;
 	text = msg_encode(&m);
-	for (int r = 1; text && r < peer_size(p); r++)
-		if (peer_gather_get(pg, r))
-			(void)peer_send(p, r, MSG_FINAL, text);
+	for (int r = 1; text && r < peer_size(s->p); r++)
+		if (peer_gather_get(s->pg, r))
+			(void)peer_send(s->p, r, MSG_FINAL, text);
 	free(text);
 	/* let the words leave before this agent does */
-	(void)peer_flush(p, 2);
-}
-
-/*
- * A node: the coordinator's word on the end (tell_end()); false when none
- * came.  *CODE gets the sweep's status.
- */
-static bool
-await_end(struct peer *p, double timeout_s, int *code)
-{
-	const struct timespec nap = { 0, 2000000 };
-	double deadline = util_now_s() + timeout_s;
-
-	while (util_now_s() < deadline) {
-		int src, tag, rc;
-		char *text;
-		struct msg m;
-
-		rc = peer_poll(p, &src, &tag, &text);
-		if (rc < 0)
-			return false;
-		if (rc == 0) {
-			nanosleep(&nap, NULL);
-			continue;
-		}
-		rc = tag == MSG_FINAL && src == 0 ? msg_decode(MSG_FINAL, text, peer_size(p), &m)
-		                                  : -EINVAL;
-		free(text);
-		if (rc == 0) {
-			bool fin = m.u.final.finalize;
-
-			*code = m.u.final.exit_code;
-			msg_clear(&m);
-			return fin;
-		}
-	}
-	return false;
+	(void)sweep_wait(s, WAIT_SENT, SENT_WAIT_S);
 }
 
 /* The coordinator: every node's report, compared, written and printed.
@@ -430,8 +493,7 @@ cmd_check(int argc, char **argv)
 	struct check_opts o = { 0 };
 	struct config cfg;
 	struct check_report report = { 0 };
-	struct peer *p = NULL;
-	struct peer_gather *pg = NULL;
+	struct sweep s = { 0 };
 	char node[256], error[512] = "";
 	char *payload = NULL;
 	bool complete = true;
@@ -454,29 +516,35 @@ cmd_check(int argc, char **argv)
 	 * node inside MPI_Init's exchange.  The timed checks fork after this;
 	 * only Open MPI's openib transport objects to that, and the child
 	 * does no MPI and leaves with _exit(). */
-	rc = peer_init(&argc, &argv, &p);
+	rc = peer_init(&argc, &argv, &s.p);
 	if (rc < 0) {
 		LOG_ERR("MPI initialisation failed");
 		goto out;
 	}
-	log_set_identity(node, peer_is_mpi(p) ? peer_rank(p) : -1);
+	log_set_identity(node, peer_is_mpi(s.p) ? peer_rank(s.p) : -1);
+	s.loop = loop_new();
+	if (!s.loop) {
+		LOG_ERR("cannot set up the event loop");
+		goto out;
+	}
+	loop_set_before_poll(s.loop, look, &s);
 
-	check_node(&o, &cfg, p, &report, error, sizeof(error));
+	check_node(&o, &cfg, s.p, &report, error, sizeof(error));
 	slurm_mark(&o, &report, error[0] ? error : NULL);
 
-	payload = gather_payload(node, peer_rank(p), &report, error[0] ? error : NULL);
-	if (!payload || peer_gather_start(p, payload, &pg) < 0) {
+	payload = gather_payload(node, peer_rank(s.p), &report, error[0] ? error : NULL);
+	if (!payload || peer_gather_start(s.p, payload, &s.pg) < 0) {
 		LOG_ERR("cannot send this node's report");
 		goto out;
 	}
-	rc = peer_gather_wait(pg, cfg.gather_timeout_s);
+	rc = sweep_wait(&s, WAIT_GATHER, cfg.gather_timeout_s);
 	if (rc < 0) {
 		LOG_ERR("MPI error while gathering reports");
 		complete = false;
 		goto out;
 	}
 	complete = rc == 1;
-	if (peer_rank(p) != 0) {
+	if (peer_rank(s.p) != 0) {
 		exit_code = finish_worker(&report, error[0] ? error : NULL, complete,
 		                          cfg.gather_timeout_s);
 		/* MPI_Finalize only when the coordinator says every rank is there.
@@ -484,29 +552,31 @@ cmd_check(int argc, char **argv)
 		 * sees leave first, and this one may leave before the
 		 * coordinator: it leaves with the sweep's status (an agent that
 		 * left with 0 and no MPI_Finalize made mpirun say 1). */
-		if (complete && peer_is_mpi(p)) {
-			int code = VIGIL_EXIT_OK;
-
-			complete = await_end(p, cfg.gather_timeout_s + END_WAIT_S, &code);
-			if (!complete && code != VIGIL_EXIT_OK)
-				exit_code = code;
+		if (complete && peer_is_mpi(s.p)) {
+			s.code = VIGIL_EXIT_OK;
+			complete = sweep_wait(&s, WAIT_END, cfg.gather_timeout_s + END_WAIT_S) == 1 &&
+			           s.finalize;
+			if (!complete && s.code != VIGIL_EXIT_OK)
+				exit_code = s.code;
 		}
 	} else {
-		exit_code = finish_coordinator(&o, &cfg, p, pg, &report, error[0] ? error : NULL);
+		exit_code = finish_coordinator(&o, &cfg, s.p, s.pg, &report,
+		                               error[0] ? error : NULL);
 		if (fflush(stdout) != 0 && exit_code == VIGIL_EXIT_OK)
 			exit_code = VIGIL_EXIT_INTERNAL;
-		if (peer_is_mpi(p))
-			tell_end(p, pg, exit_code, complete);
+		if (peer_is_mpi(s.p))
+			tell_end(&s, exit_code, complete);
 	}
 out:
 	if (fflush(stdout) != 0 && exit_code == VIGIL_EXIT_OK)
 		exit_code = VIGIL_EXIT_INTERNAL;
-	peer_gather_free(pg);
+	peer_gather_free(s.pg);
+	loop_free(s.loop);
 	free(payload);
 	check_report_free(&report);
 	config_free(&cfg);
 	/* MPI_Finalize waits for every rank; a node that never reported may
 	 * be hung, so then leave without it. */
-	peer_finalize(p, complete);
+	peer_finalize(s.p, complete);
 	return exit_code;
 }

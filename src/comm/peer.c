@@ -8,12 +8,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <mpi.h>
 
 #include "comm/peer.h"
-#include "lib/util.h"
 
 /* The gather's tag; the others are in peer.h. */
 enum { PEER_TAG_GATHER = 1 };
@@ -301,23 +299,6 @@ peer_gather_get(const struct peer_gather *g, int rank)
 	return g->strings[rank];
 }
 
-int
-peer_gather_wait(struct peer_gather *g, double timeout_s)
-{
-	const struct timespec nap = { 0, 1000000 };
-	double deadline = util_now_s() + timeout_s;
-	int rc;
-
-	/* Sleep between turns: spinning in MPI would take a core from the
-	 * node's own work for the whole wait. */
-	while ((rc = peer_gather_progress(g)) == 0) {
-		if (util_now_s() >= deadline)
-			return 0;
-		nanosleep(&nap, NULL);
-	}
-	return rc;
-}
-
 void
 peer_gather_free(struct peer_gather *g)
 {
@@ -565,18 +546,11 @@ peer_busy(const struct peer *p)
 }
 
 int
-peer_flush(struct peer *p, double timeout_s)
+peer_sent(struct peer *p)
 {
-	const struct timespec nap = { 0, 1000000 };
-	double deadline = util_now_s() + timeout_s;
+	int rc = progress_sends(p);
 
-	while (p->nsends > 0) {
-		if (progress_sends(p) < 0 || util_now_s() >= deadline)
-			return 0;
-		if (p->nsends > 0)
-			nanosleep(&nap, NULL);
-	}
-	return 1;
+	return rc < 0 ? rc : p->nsends == 0;
 }
 
 /*

@@ -59,13 +59,6 @@ int peer_gather_progress(struct peer_gather *g);
 const char *peer_gather_get(const struct peer_gather *g, int rank);
 
 /*
- * Drive the exchange until complete or until TIMEOUT_S passes, sleeping
- * about a millisecond between turns.  Returns 1 when complete, 0 on
- * timeout (rank 0 then holds what arrived), or a negative errno.
- */
-int peer_gather_wait(struct peer_gather *g, double timeout_s);
-
-/*
  * Release the exchange.  Requests that never completed are left to MPI
  * (a send to a coordinator that is gone cannot be taken back); the process
  * is then expected to exit without peer_finalize(..., true).
@@ -106,10 +99,12 @@ int peer_poll(struct peer *p, int *source, int *tag, char **msg);
 bool peer_busy(const struct peer *p);
 
 /*
- * Wait up to TIMEOUT_S for every queued send to complete (sleeping between
- * tests).  Returns 1 when all completed, 0 on timeout.
+ * Advance the queued sends without blocking: 1 when every one has
+ * completed, 0 while some are in flight, or a negative errno.  Receives
+ * nothing.  A caller that must see its words leave (before it exits)
+ * calls it from its loop until 1 or a deadline.
  */
-int peer_flush(struct peer *p, double timeout_s);
+int peer_sent(struct peer *p);
 
 /*
  * Whether rank 0 may start a collective on MPI_COMM_WORLD now (a
