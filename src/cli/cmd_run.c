@@ -3,9 +3,9 @@
  * file's "run" section and held to the site's limits, then run_job().
  *
  * Every option but the check flags is a row of opts_run_table (opts.h):
- * the getopt table is built from it, and one parser serves the command
- * line and the file.  Precedence: defaults < file < command line, then
- * "run.limits" over all.
+ * the getopt table and --help are built from it, and one parser serves
+ * the command line and the file.  Precedence: defaults < file < command
+ * line, then "run.limits" over all.
  */
 #include "autoconf.h"
 
@@ -37,72 +37,10 @@ static const char run_usage[] =
 "job with one status when the training ends or fails anywhere.\n"
 "\n"
 "Durations (TIME): 90 (seconds), 20s, 15m, 2h, 1d, MM:SS, HH:MM:SS, D-HH:MM:SS.\n"
-"\n"
-"  --mode MODE         pytorch (default), deepspeed, horovod, tensorflow, single\n"
-"  --precheck LEVEL    no-go on: fail (default), warn, or off (no pre-check)\n"
-"  --grace TIME        from TERM to KILL when stopping the training (default 30s)\n"
-"  --forward SIG=SIG   deliver a signal to the training as another (e.g. USR1=USR2)\n"
-"  --master-addr ADDR  MASTER_ADDR (default: the coordinator's address)\n"
-"  --master-port PORT  MASTER_PORT (default: a free port on the coordinator)\n"
-"  --ps N              tensorflow: N parameter servers (default 0: AllReduce)\n"
-"  --torch-launcher L  pytorch: launch (default: torch.distributed.launch, passes\n"
-"                      --local_rank) or run (torch.distributed.run: LOCAL_RANK only)\n"
-"  --tf-port PORT      tensorflow: each task's port (default 2222)\n"
-"  --run-dir DIR       where hostfiles go: a directory of your own, mode 0700 (default:\n"
-"                      a new private one in $TMPDIR, removed at the end)\n"
-"  --hostfile PATH     deepspeed/horovod hostfile (default RUN-DIR/hostfile)\n"
-"  --mpich-hostfile PATH  horovod MPICH hostfile (default RUN-DIR/mpich_hostfile)\n"
-"  --tag-output        prefix every line of output with [NODE:RANK]\n"
-"  --output WHO        all (default): every node's stdout; coordinator: rank 0's only\n"
-"                      (stderr from every node is always shown)\n"
-"  --report FILE       the coordinator writes the job's final report (JSON)\n"
-"  --events FILE       the coordinator appends events (JSON lines)\n"
-"                      (FILE may hold %j the job, %n the node, %u the user)\n"
-"  --dry-run           print each node's environment, files and command; run nothing\n"
-"\n"
-"Resilience:\n"
-"  --resume            checkpoint and requeue on a fault, a lost node, the checkpoint\n"
-"                      signal or the time limit (exit 81 requeue, 82 resumes\n"
-"                      exhausted, 83 expired)\n"
-"  --ckpt-signal SIG   what the training gets to save (default USR1)\n"
-"  --ckpt-confirm HOW  what a save looks like: file:PATH (the training touches PATH)\n"
-"                      or output:REGEX (it prints a matching line); default: exit 0\n"
-"  --time-limit TIME   the job's time limit; default SLURM_JOB_END_TIME when set\n"
-"  --ckpt-lead TIME    checkpoint this long before the time limit (default 60s)\n"
-"  --max-resumes N     requeue at most N times (SLURM_RESTART_COUNT or --state)\n"
-"  --state FILE        count requeues here when SLURM_RESTART_COUNT is not set\n"
-"  --exclude-file FILE write the faulty nodes' hostnames here (sbatch --exclude)\n"
-"  --restart N         fault restart: start the training again up to N times\n"
-"  --min-nodes M       elastic: run on the healthy nodes if at least M remain\n"
-"  --inspect-interval TIME  inspect boards and NICs this often (default 30s; 0 off)\n"
-"  --ckpt-dir DIR      inspect the space left in the checkpoint directory\n"
-"  --heartbeat TIME    heartbeat interval (default 5s, at least 0.1s)\n"
-"  --heartbeat-timeout TIME  a node silent this long is lost (default 30s)\n"
-"  --hold-on-failure TIME  keep the allocation this long after an abnormal end\n"
-"  --no-nudge          no UDP wake-ups between agents (MPI read every 80 ms when idle)\n"
-"\n"
-"Performance (timing lines: \"this iteration hardware time is H and e2e time is E ms.\"):\n"
-"  --perf-threshold R  alert when hardware/e2e is above R (see --perf-compare)\n"
-"  --perf-compare WAY  above (default, as the platform) or below (low utilisation)\n"
-"  --perf-window W     for W consecutive iterations (default 5)\n"
-"  --straggler-pct P   name a node whose e2e is P% above the nodes' median\n"
-"  --perf-action WHAT  alert (default), or reschedule: checkpoint and requeue\n"
-"  --notify CMD        run CMD on the coordinator per alert, the alert as JSON on stdin\n"
-"  --metrics FILE      keep a Prometheus textfile of the current figures\n"
-"  --summary-interval TIME  one summary line this often (default 60s; 0 off)\n"
-"  --perf-interval TIME  reduce the timings across nodes this often (default 1s)\n"
-"  -v, --verbose       diagnostics, and where each setting came from\n"
-"\n"
-"Pre-check options (as for `vigil check`): --config, --sysfs-root, --topology,\n"
-"--slots, --nic, --ib, --path, --timeout.  The configuration's \"run\" section\n"
-"sets these options for the site; the command line overrides it, within the\n"
-"site's \"run.limits\" (vigil.conf(5)).\n";
+"\n";
 
 /* getopt values of the table's rows: OPT_BASE + row */
 #define OPT_BASE 1000
-/* the repeatable options outside the table */
-#define OPT_STAGE 900
-#define OPT_HOOK 901
 /* Templates expanded for one job: report, events, metrics. */
 #define OWNED_MAX 8
 
@@ -147,13 +85,15 @@ warn(void *arg, const char *msg)
 		fprintf(stderr, "vigil run: warning: %s\n", msg);
 }
 
-/* The getopt table: the check flags, a row per option, --help. */
+/* The getopt table: the check flags, a row per option, --help; and the
+ * short options ("+vh"), the rows' letters. */
 static void
-long_options(struct option *out)
+long_options(struct option *out, char *letters, size_t len)
 {
 	static const struct option check[] = { CMD_CHECK_OPTIONS };
-	size_t n = 0;
+	size_t n = 0, k = 0;
 
+	letters[k++] = '+';  /* stop at the command */
 	for (size_t i = 0; i < CMD_CHECK_NOPTIONS; i++)
 		out[n++] = check[i];
 	for (size_t i = 0; i < opts_run_count; i++) {
@@ -164,11 +104,52 @@ long_options(struct option *out)
 		out[n].flag = NULL;
 		out[n].val = OPT_BASE + (int)i;
 		n++;
+		/* a letter takes an argument as its long name does */
+		if (opt->letter && k + 3 < len) {
+			letters[k++] = opt->letter;
+			if (opt->kind != OPTS_FLAG)
+				letters[k++] = ':';
+		}
 	}
-	out[n++] = (struct option){ "stage", required_argument, NULL, OPT_STAGE };
-	out[n++] = (struct option){ "hook", required_argument, NULL, OPT_HOOK };
 	out[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 	out[n] = (struct option){ NULL, 0, NULL, 0 };
+	letters[k++] = 'h';
+	letters[k] = '\0';
+}
+
+/* --help: the table's options between the command's text and the check
+ * flags it shares with `vigil check`. */
+static void
+usage(void)
+{
+	static const struct option check[] = { CMD_CHECK_OPTIONS };
+	char text[512];
+	size_t w;
+
+	fputs(run_usage, stdout);
+	(void)opts_run_help(stdout);  /* as fputs(): --help writes what it can */
+	w = (size_t)snprintf(text, sizeof(text), "Pre-check options, as for `vigil check`:");
+	for (size_t i = 0; i < CMD_CHECK_NOPTIONS && w < sizeof(text); i++)
+		w += (size_t)snprintf(text + w, sizeof(text) - w, "%s--%s", i == 0 ? " " :
+		                      i + 1 == CMD_CHECK_NOPTIONS ? " and " : ", ", check[i].name);
+	if (w < sizeof(text))
+		snprintf(text + w, sizeof(text) - w, ". The configuration's \"run\" section sets "
+		         "the options for the site; the command line overrides it, within the "
+		         "site's \"run.limits\" (vigil.conf(5)).");
+	putchar('\n');
+	opts_wrap(stdout, 0, 0, text);
+}
+
+/* The row whose getopt value or letter is CH, or NULL. */
+static const struct opts_run *
+row_of(int ch)
+{
+	if (ch >= OPT_BASE && ch < OPT_BASE + (int)opts_run_count)
+		return &opts_run_table[ch - OPT_BASE];
+	for (const struct opts_run *opt = opts_run_table; opt->name && ch > 0; opt++)
+		if (opt->letter == ch)
+			return opt;
+	return NULL;
 }
 
 /* "3 days" given quoted: the unit belongs to the number ("3d"). */
@@ -248,28 +229,25 @@ stray_unit(char **argv, int argc, int last, const char *value, bool bare)
 }
 
 /*
- * --stage NAME=SRC and --hook SPEC, repeatable: checked here, kept as
- * given.  1 when CH is one of them and was taken, 0 when it is not, or
- * an exit status after a message.
+ * --stage NAME=SRC and --hook SPEC, repeatable: checked here, where the
+ * parsers of prep/ can be reached, before the table keeps them as given.
+ * 0, or an exit status after a message.
  */
 static int
-take_listed(struct run_cli *c, int ch, const char *arg)
+check_listed(struct run_cli *c, const struct opts_run *opt, const char *arg)
 {
+	bool stage = strcmp(opt->name, "stage") == 0;
 	struct stage_set set;
 	struct config_hook h;
 	char name[64], other[64], why[320];
 
-	if (ch != OPT_STAGE && ch != OPT_HOOK)
-		return 0;
-	if ((ch == OPT_STAGE ? c->o->nstage : c->o->nhook) == RUN_LIST_MAX)
-		return cmd_usage_error("run", "at most %d --%s options", RUN_LIST_MAX,
-		                       ch == OPT_STAGE ? "stage" : "hook");
-	if (ch == OPT_HOOK) {
+	if ((stage ? c->o->nstage : c->o->nhook) == RUN_LIST_MAX)
+		return cmd_usage_error("run", "at most %d --%s options", RUN_LIST_MAX, opt->name);
+	if (!stage) {
 		if (hooks_parse_spec(arg, &h, why, sizeof(why)) < 0)
 			return cmd_usage_error("run", "--hook '%s': %s", arg, why);
 		hooks_spec_free(&h);
-		c->o->hook[c->o->nhook++] = arg;
-		return 1;
+		return 0;
 	}
 	if (stage_parse(arg, &set, name, sizeof(name), why, sizeof(why)) < 0)
 		return cmd_usage_error("run", "--stage '%s': %s", arg, why);
@@ -281,23 +259,23 @@ take_listed(struct run_cli *c, int ch, const char *arg)
 			return cmd_usage_error("run", "--stage %s given twice: each dataset needs a "
 			                       "name of its own", name);
 	}
-	c->o->stage[c->o->nstage++] = arg;
-	return 1;
+	return 0;
 }
 
 /* The command line into C.  0, -1 after --help, or an exit status. */
 static int
 parse_args(int argc, char **argv, struct run_cli *c)
 {
-	struct option longopts[CMD_CHECK_NOPTIONS + 64 + 4];
-	const struct opts_run *verbose = opts_run_find("verbose");
+	struct option longopts[CMD_CHECK_NOPTIONS + 64 + 2];
+	char letters[2 * 64 + 3];
+	const struct opts_run *opt;
 	const char *value = NULL;
 	bool bare = false;
 	int ch, rc, last = -1;
 
-	long_options(longopts);
+	long_options(longopts, letters, sizeof(letters));
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "+vh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, letters, longopts, NULL)) != -1) {
 		rc = cmd_check_flag("run", ch, optarg, &c->f);
 		last = -1;
 		if (rc == 1)
@@ -305,22 +283,18 @@ parse_args(int argc, char **argv, struct run_cli *c)
 		if (rc > 1)
 			return rc;
 		if (ch == 'h') {
-			fputs(run_usage, stdout);
+			usage();
 			return -1;
 		}
-		if (ch == 'v')
-			ch = OPT_BASE + (int)(verbose - opts_run_table);
-		rc = take_listed(c, ch, optarg);
-		if (rc == 1)
-			continue;
-		if (rc > 1)
-			return rc;
-		if (ch < OPT_BASE || ch >= OPT_BASE + (int)opts_run_count)
+		opt = row_of(ch);
+		if (!opt)
 			return cmd_usage_error("run", "invalid option");
-		rc = take_option(c, &opts_run_table[ch - OPT_BASE], optarg, &bare);
+		if (opt->kind == OPTS_LIST && (rc = check_listed(c, opt, optarg)) != 0)
+			return rc;
+		rc = take_option(c, opt, optarg, &bare);
 		if (rc != 0)
 			return rc;
-		last = ch - OPT_BASE;
+		last = (int)(opt - opts_run_table);
 		value = optarg;
 	}
 	rc = stray_unit(argv, argc, last, value, bare);

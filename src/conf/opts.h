@@ -1,7 +1,7 @@
 /*
  * opts.h - the values of vigil's options, and the table of `vigil run`'s
- * options that the command line and the configuration file's "run"
- * section share.
+ * options that the command line, its --help and the configuration file's
+ * "run" section share.
  *
  * Nothing here logs or exits: a parser returns 0, or -EINVAL when the text
  * is not of the option's form, or -ERANGE when it is but lies outside the
@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 struct config;
 struct run_opts;
@@ -93,6 +94,17 @@ enum opts_kind {
 	OPTS_SIGNAL_PAIR, /* the forward[] and nforward fields: FROM=TO, repeatable */
 	OPTS_STRING,    /* const char * field, borrowed from the caller; not empty */
 	OPTS_TEMPLATE,  /* as OPTS_STRING, a path that opts_expand() is applied to */
+	OPTS_LIST,      /* const char *[RUN_LIST_MAX] field and the int at .count_off:
+	                 * each value appended as given; repeatable */
+};
+
+/* Where an option appears in --help, in this order. */
+enum opts_group {
+	OPTS_GROUP_LAUNCH,      /* how the training starts, and its output */
+	OPTS_GROUP_RESILIENCE,  /* checkpoints, requeues, restarts, inspection, heartbeats */
+	OPTS_GROUP_PERF,        /* timing lines, alerts, metrics */
+	OPTS_GROUP_PREP,        /* data staging, lifecycle scripts, batch tasks, kept output */
+	OPTS_GROUP_COUNT
 };
 
 /* .flags */
@@ -100,21 +112,52 @@ enum opts_kind {
 #define OPTS_LIMIT    0x02  /* "run.limits" may cap it (a count or a duration) */
 #define OPTS_OFF      0x04  /* a duration of 0 switches it off (below .min otherwise) */
 #define OPTS_BARE_WARN 0x08 /* a bare number under a minute gets a warning */
+#define OPTS_UNSET    0x10  /* a count that is -1 until given ("no limit", or taken
+                             * from the environment); .def is then NULL */
 
+/*
+ * One option: everything about it is here, and nowhere else.  Its default
+ * (run_opts_init()), its getopt entry (cmd_run.c), its --help line
+ * (opts_help.c) and its key in the configuration (config.c) are all read
+ * from the row, and tests/integration/opts_docs.sh holds --help and the
+ * manual pages to the table.
+ */
 struct opts_run {
 	const char *name;       /* --NAME; in the file, NAME with '_' for each '-' */
+	char letter;            /* a short option too (-v), or 0 */
 	enum opts_kind kind;
 	size_t off, size;       /* the field in struct run_opts */
+	size_t count_off;       /* OPTS_LIST: the field counting its values */
 	double min, max;        /* counts, durations, numbers: the accepted range */
 	const struct opts_word *words;  /* OPTS_WORD */
 	unsigned flags;
+	const char *def;        /* the default as a user writes it ("30s"); NULL: zero */
 	const char *floor;      /* why .min, said when a value is below it */
+	enum opts_group group;
+	const char *arg;        /* the value's name in --help ("PORT"); NULL: TIME for a
+	                         * duration, none for a flag */
+	const char *help;       /* what it does, for --help (the default is added) */
 };
 
 /* Every option of `vigil run`, ending with a NULL name. */
 extern const struct opts_run opts_run_table[];
 /* How many (at most 64: sets of them are bit masks). */
 extern const size_t opts_run_count;
+
+/*
+ * The options' part of `vigil run --help` into OUT: each group under its
+ * heading, each option with its value's name, what it does, its default
+ * and its floor, wrapped to 79 columns; then the options whose paths may
+ * hold %j, %n and %u.  Returns 0, or -EIO when OUT fails.
+ */
+int opts_run_help(FILE *out);
+
+/* The width of --help. */
+#define OPTS_HELP_WIDTH 79
+
+/* TEXT's words into OUT from column COL on, wrapped at OPTS_HELP_WIDTH and
+ * continued at column INDENT, then a newline. */
+void opts_wrap(FILE *out, size_t col, size_t indent, const char *text);
 
 /* Where a value came from, per option (an array of opts_run_count). */
 enum opts_src { OPTS_SRC_DEFAULT = 0, OPTS_SRC_FILE, OPTS_SRC_FLAG };
@@ -160,7 +203,7 @@ double opts_run_get(const struct opts_run *opt, const struct run_opts *o);
 void opts_run_expected(const struct opts_run *opt, char *why, size_t whylen);
 
 /* OPT's value in O as it reads in messages: "120 s", "3", "USR1",
- * "coordinator", "true", a path ("?" for --forward). */
+ * "coordinator", "true", a path, a list's values ("?" for --forward). */
 void opts_run_show(const struct opts_run *opt, const struct run_opts *o, char *buf, size_t len);
 
 /* V as OPT shows it in messages: "120 s", "3". */

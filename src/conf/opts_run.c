@@ -4,15 +4,16 @@
  * (config.c) alike, and the site's limits on them.
  *
  * Each row says what an option takes, where it goes in struct run_opts,
- * its range and why its minimum is what it is.  Precedence is the same for
- * every option: the defaults (run_opts_init()), then the file, then the
- * command line, then the site's "run.limits" over all of them.
+ * its range and why its minimum is what it is, its default, whether a
+ * site may set it, and its help (opts_help.c makes --help of them).
+ * Precedence is the same for every option: the defaults (run_opts_init()),
+ * then the file, then the command line, then the site's "run.limits" over
+ * all of them.
  */
 #include "autoconf.h"
 
 #include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,128 +44,193 @@ static const struct opts_word precheck_words[] = {
 	{ "fail", VERDICT_FAIL }, { "warn", VERDICT_WARN }, { "off", -1 }, { NULL, 0 },
 };
 
-void
-run_opts_init(struct run_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->mode = MODE_PYTORCH;
-	o->precheck = true;
-	o->precheck_level = VERDICT_FAIL;
-	o->tf_port = 2222;
-	o->grace_s = 30;
-	o->output_all = true;
-	o->ckpt_signal = SIGUSR1;
-	o->ckpt_lead_s = 60;
-	o->max_resumes = -1;
-	o->inspect_s = 30;
-	o->heartbeat_s = 5;
-	o->heartbeat_timeout_s = 30;
-	o->perf_window = 5;
-	o->summary_s = 60;
-	o->perf_interval_s = 1;
-	/* the platform's: staging (stage.h), hooks (hooks.h), batch tasks
-	 * (batch.h), hidden nodes' logs (wlog.h) */
-	o->stage_dir = "/var/tmp/vigil-stage.%u";
-	o->stage_retention_s = 7 * DAY;
-	o->stage_max_use = 90;
-	o->stage_jobs = 4;
-	o->hook_timeout_s = 300;
-	o->batch_index = -1;
-	o->node_log_mb = 64;
-}
-
-/* The minimums keep an interval from becoming a loop that spins (a 0 ms
+/*
+ * The minimums keep an interval from becoming a loop that spins (a 0 ms
  * timer), and a count from meaning nothing; the maximums are far beyond
- * any real job, so that a value there is a typing error. */
+ * any real job, so that a value there is a typing error.  Within a group,
+ * --help lists the options in this order.
+ */
 const struct opts_run opts_run_table[] = {
-	{ .name = "mode", .kind = OPTS_MODE, FIELD(mode), .flags = OPTS_SITE },
+	/* ---- how the training starts, and its output (--help: no heading) */
+	{ .name = "mode", .kind = OPTS_MODE, FIELD(mode), .flags = OPTS_SITE, .def = "pytorch",
+	  .arg = "MODE", .help = "how to start the training: pytorch, deepspeed, horovod, "
+	  "tensorflow or single" },
 	{ .name = "precheck", .kind = OPTS_PRECHECK, FIELD(precheck), .words = precheck_words,
-	  .flags = OPTS_SITE },
+	  .flags = OPTS_SITE, .def = "fail",
+	  .arg = "LEVEL", .help = "no-go on: fail, warn (a warning too), or off (no pre-check)" },
 	{ .name = "grace", .kind = OPTS_DURATION, FIELD(grace_s), .min = 0.1, .max = DAY,
-	  .flags = OPTS_SITE | OPTS_LIMIT,
-	  .floor = "SIGKILL would follow SIGTERM before the training could act on it" },
-	{ .name = "forward", .kind = OPTS_SIGNAL_PAIR, FIELD(forward) },
-	{ .name = "master-addr", .kind = OPTS_STRING, FIELD(master_addr) },
-	{ .name = "master-port", .kind = OPTS_COUNT, FIELD(master_port), .min = 1, .max = 65535 },
-	{ .name = "ps", .kind = OPTS_COUNT, FIELD(ps), .min = 0, .max = 4096 },
+	  .flags = OPTS_SITE | OPTS_LIMIT, .def = "30s",
+	  .floor = "SIGKILL would follow SIGTERM before the training could act on it",
+	  .help = "from TERM to KILL when stopping the training" },
+	{ .name = "forward", .kind = OPTS_SIGNAL_PAIR, FIELD(forward),
+	  .arg = "SIG=SIG", .help = "deliver a signal to the training as another (e.g. "
+	  "USR1=USR2); repeatable" },
+	{ .name = "master-addr", .kind = OPTS_STRING, FIELD(master_addr),
+	  .arg = "ADDR", .help = "MASTER_ADDR (default: the coordinator's address)" },
+	{ .name = "master-port", .kind = OPTS_COUNT, FIELD(master_port), .min = 1, .max = 65535,
+	  .arg = "PORT", .help = "MASTER_PORT (default: a free port on the coordinator)" },
+	{ .name = "ps", .kind = OPTS_COUNT, FIELD(ps), .min = 0, .max = 4096, .def = "0",
+	  .arg = "N", .help = "tensorflow: N parameter servers, 0 for AllReduce" },
 	{ .name = "torch-launcher", .kind = OPTS_WORD, FIELD(torch_launcher), .words = torch_words,
-	  .flags = OPTS_SITE },
+	  .flags = OPTS_SITE, .def = "launch",
+	  .arg = "L", .help = "pytorch: launch (torch.distributed.launch, passes --local_rank) "
+	  "or run (torch.distributed.run: LOCAL_RANK only)" },
 	{ .name = "tf-port", .kind = OPTS_COUNT, FIELD(tf_port), .min = 1, .max = 65535,
-	  .flags = OPTS_SITE },
-	{ .name = "run-dir", .kind = OPTS_STRING, FIELD(run_dir) },
-	{ .name = "hostfile", .kind = OPTS_STRING, FIELD(hostfile) },
-	{ .name = "mpich-hostfile", .kind = OPTS_STRING, FIELD(mpich_hostfile) },
-	{ .name = "tag-output", .kind = OPTS_FLAG, FIELD(tag_output), .flags = OPTS_SITE },
-	{ .name = "no-nudge", .kind = OPTS_FLAG, FIELD(no_nudge), .flags = OPTS_SITE },
+	  .flags = OPTS_SITE, .def = "2222",
+	  .arg = "PORT", .help = "tensorflow: each task's port" },
+	{ .name = "run-dir", .kind = OPTS_STRING, FIELD(run_dir),
+	  .arg = "DIR", .help = "where hostfiles go: a directory of your own, mode 0700 "
+	  "(default: a new private one in $TMPDIR, removed at the end)" },
+	{ .name = "hostfile", .kind = OPTS_STRING, FIELD(hostfile),
+	  .arg = "PATH", .help = "deepspeed/horovod hostfile (default RUN-DIR/hostfile)" },
+	{ .name = "mpich-hostfile", .kind = OPTS_STRING, FIELD(mpich_hostfile),
+	  .arg = "PATH", .help = "horovod MPICH hostfile (default RUN-DIR/mpich_hostfile)" },
+	{ .name = "tag-output", .kind = OPTS_FLAG, FIELD(tag_output), .flags = OPTS_SITE,
+	  .help = "prefix every line of output with [NODE:RANK]" },
+	{ .name = "no-nudge", .kind = OPTS_FLAG, FIELD(no_nudge), .flags = OPTS_SITE,
+	  .help = "no UDP wake-ups between agents (MPI read every 80 ms when idle)" },
 	{ .name = "output", .kind = OPTS_WORD, FIELD(output_all), .words = output_words,
-	  .flags = OPTS_SITE },
-	{ .name = "report", .kind = OPTS_TEMPLATE, FIELD(report), .flags = OPTS_SITE },
-	{ .name = "events", .kind = OPTS_TEMPLATE, FIELD(events), .flags = OPTS_SITE },
-	{ .name = "dry-run", .kind = OPTS_FLAG, FIELD(dry_run) },
-	{ .name = "verbose", .kind = OPTS_FLAG, FIELD(verbose) },
-	{ .name = "resume", .kind = OPTS_FLAG, FIELD(resume), .flags = OPTS_SITE },
-	{ .name = "ckpt-signal", .kind = OPTS_SIGNAL, FIELD(ckpt_signal), .flags = OPTS_SITE },
-	{ .name = "ckpt-confirm", .kind = OPTS_STRING, FIELD(ckpt_confirm), .flags = OPTS_SITE },
+	  .flags = OPTS_SITE, .def = "all",
+	  .arg = "WHO", .help = "all: every node's stdout; coordinator: rank 0's only, the "
+	  "others kept in node logs (stderr from every node is always shown)" },
+	{ .name = "report", .kind = OPTS_TEMPLATE, FIELD(report), .flags = OPTS_SITE,
+	  .arg = "FILE", .help = "the coordinator writes the job's final report (JSON)" },
+	{ .name = "events", .kind = OPTS_TEMPLATE, FIELD(events), .flags = OPTS_SITE,
+	  .arg = "FILE", .help = "the coordinator appends events (JSON lines)" },
+	{ .name = "dry-run", .kind = OPTS_FLAG, FIELD(dry_run),
+	  .help = "print each node's environment, files and command; run nothing" },
+	{ .name = "verbose", .letter = 'v', .kind = OPTS_FLAG, FIELD(verbose),
+	  .help = "diagnostics, and where each setting came from" },
+
+	/* ---- resilience */
+	{ .name = "resume", .kind = OPTS_FLAG, FIELD(resume), .flags = OPTS_SITE,
+	  .group = OPTS_GROUP_RESILIENCE,
+	  .help = "checkpoint and requeue on a fault, a lost node, the checkpoint signal or "
+	  "the time limit (exit 81 requeue, 82 resumes exhausted, 83 expired)" },
+	{ .name = "ckpt-signal", .kind = OPTS_SIGNAL, FIELD(ckpt_signal), .flags = OPTS_SITE,
+	  .def = "USR1", .group = OPTS_GROUP_RESILIENCE,
+	  .arg = "SIG", .help = "what the training gets to save" },
+	{ .name = "ckpt-confirm", .kind = OPTS_STRING, FIELD(ckpt_confirm), .flags = OPTS_SITE,
+	  .group = OPTS_GROUP_RESILIENCE,
+	  .arg = "HOW", .help = "what a save looks like: file:PATH (the training touches PATH) "
+	  "or output:REGEX (it prints a matching line); default: exit 0" },
 	{ .name = "ckpt-lead", .kind = OPTS_DURATION, FIELD(ckpt_lead_s), .min = 1, .max = DAY,
-	  .flags = OPTS_SITE, .floor = "the training needs time to save" },
+	  .flags = OPTS_SITE, .def = "60s", .floor = "the training needs time to save",
+	  .group = OPTS_GROUP_RESILIENCE,
+	  .help = "checkpoint this long before the time limit" },
 	{ .name = "time-limit", .kind = OPTS_DURATION, FIELD(time_limit_s), .min = 1,
-	  .max = OPTS_DURATION_MAX, .flags = OPTS_BARE_WARN },
+	  .max = OPTS_DURATION_MAX, .flags = OPTS_BARE_WARN, .group = OPTS_GROUP_RESILIENCE,
+	  .help = "the job's time limit; default SLURM_JOB_END_TIME when set" },
 	{ .name = "max-resumes", .kind = OPTS_COUNT, FIELD(max_resumes), .min = 0, .max = 1000000,
-	  .flags = OPTS_SITE | OPTS_LIMIT },
-	{ .name = "state", .kind = OPTS_STRING, FIELD(state_file) },
-	{ .name = "exclude-file", .kind = OPTS_STRING, FIELD(exclude_file) },
-	{ .name = "ckpt-dir", .kind = OPTS_STRING, FIELD(ckpt_dir) },
+	  .flags = OPTS_SITE | OPTS_LIMIT | OPTS_UNSET, .group = OPTS_GROUP_RESILIENCE,
+	  .arg = "N", .help = "requeue at most N times (SLURM_RESTART_COUNT or --state); "
+	  "default: no limit" },
+	{ .name = "state", .kind = OPTS_STRING, FIELD(state_file), .group = OPTS_GROUP_RESILIENCE,
+	  .arg = "FILE", .help = "count requeues here when SLURM_RESTART_COUNT is not set" },
+	{ .name = "exclude-file", .kind = OPTS_STRING, FIELD(exclude_file),
+	  .group = OPTS_GROUP_RESILIENCE,
+	  .arg = "FILE", .help = "write the faulty nodes' hostnames here (sbatch --exclude)" },
+	{ .name = "ckpt-dir", .kind = OPTS_STRING, FIELD(ckpt_dir), .group = OPTS_GROUP_RESILIENCE,
+	  .arg = "DIR", .help = "inspect the space left in the checkpoint directory" },
 	{ .name = "restart", .kind = OPTS_COUNT, FIELD(restart_max), .min = 0, .max = 1000000,
-	  .flags = OPTS_LIMIT },
-	{ .name = "min-nodes", .kind = OPTS_COUNT, FIELD(min_nodes), .min = 0, .max = 1000000 },
+	  .flags = OPTS_LIMIT, .group = OPTS_GROUP_RESILIENCE,
+	  .arg = "N", .help = "fault restart: start the training again up to N times" },
+	{ .name = "min-nodes", .kind = OPTS_COUNT, FIELD(min_nodes), .min = 0, .max = 1000000,
+	  .group = OPTS_GROUP_RESILIENCE,
+	  .arg = "M", .help = "elastic: run on the healthy nodes if at least M remain" },
 	{ .name = "inspect-interval", .kind = OPTS_DURATION, FIELD(inspect_s), .min = 1, .max = DAY,
-	  .flags = OPTS_SITE | OPTS_OFF,
-	  .floor = "the inspection reads every board and port: more often only loads the node" },
+	  .flags = OPTS_SITE | OPTS_OFF, .def = "30s",
+	  .floor = "the inspection reads every board and port: more often only loads the node",
+	  .group = OPTS_GROUP_RESILIENCE, .help = "inspect boards and NICs this often" },
 	{ .name = "heartbeat", .kind = OPTS_DURATION, FIELD(heartbeat_s), .min = 0.1, .max = 3600,
-	  .flags = OPTS_SITE,
-	  .floor = "a shorter heartbeat keeps every agent and the coordinator busy" },
+	  .flags = OPTS_SITE, .def = "5s",
+	  .floor = "a shorter heartbeat keeps every agent and the coordinator busy",
+	  .group = OPTS_GROUP_RESILIENCE, .help = "heartbeat interval" },
 	{ .name = "heartbeat-timeout", .kind = OPTS_DURATION, FIELD(heartbeat_timeout_s), .min = 0.5,
-	  .max = DAY, .flags = OPTS_SITE,
-	  .floor = "any scheduling delay would count as a lost node" },
+	  .max = DAY, .flags = OPTS_SITE, .def = "30s",
+	  .floor = "any scheduling delay would count as a lost node",
+	  .group = OPTS_GROUP_RESILIENCE, .help = "a node silent this long is lost" },
 	{ .name = "hold-on-failure", .kind = OPTS_DURATION, FIELD(hold_s), .min = 1,
-	  .max = 30 * DAY, .flags = OPTS_SITE | OPTS_LIMIT | OPTS_OFF },
+	  .max = 30 * DAY, .flags = OPTS_SITE | OPTS_LIMIT | OPTS_OFF,
+	  .group = OPTS_GROUP_RESILIENCE,
+	  .help = "keep the allocation this long after an abnormal end" },
+
+	/* ---- performance */
 	{ .name = "perf-threshold", .kind = OPTS_NUMBER, FIELD(perf_threshold), .min = 0.001,
-	  .max = 1e6, .flags = OPTS_SITE },
+	  .max = 1e6, .flags = OPTS_SITE, .group = OPTS_GROUP_PERF,
+	  .arg = "R", .help = "alert when hardware/e2e is above R (see --perf-compare)" },
 	{ .name = "perf-window", .kind = OPTS_COUNT, FIELD(perf_window), .min = 1, .max = 1000000,
-	  .flags = OPTS_SITE },
+	  .flags = OPTS_SITE, .def = "5", .group = OPTS_GROUP_PERF,
+	  .arg = "W", .help = "for W consecutive iterations" },
 	{ .name = "perf-compare", .kind = OPTS_WORD, FIELD(perf_below), .words = compare_words,
-	  .flags = OPTS_SITE },
+	  .flags = OPTS_SITE, .def = "above", .group = OPTS_GROUP_PERF,
+	  .arg = "WAY", .help = "above (as the platform) or below (low utilisation)" },
 	{ .name = "perf-action", .kind = OPTS_WORD, FIELD(perf_reschedule), .words = action_words,
-	  .flags = OPTS_SITE },
+	  .flags = OPTS_SITE, .def = "alert", .group = OPTS_GROUP_PERF,
+	  .arg = "WHAT", .help = "alert, or reschedule: checkpoint and requeue (with --resume)" },
 	{ .name = "straggler-pct", .kind = OPTS_NUMBER, FIELD(straggler_pct), .min = 0.001,
-	  .max = 1e6, .flags = OPTS_SITE },
-	{ .name = "notify", .kind = OPTS_STRING, FIELD(notify), .flags = OPTS_SITE },
-	{ .name = "metrics", .kind = OPTS_TEMPLATE, FIELD(metrics), .flags = OPTS_SITE },
+	  .max = 1e6, .flags = OPTS_SITE, .group = OPTS_GROUP_PERF,
+	  .arg = "P", .help = "name a node whose e2e is P% above the nodes' median" },
+	{ .name = "notify", .kind = OPTS_STRING, FIELD(notify), .flags = OPTS_SITE,
+	  .group = OPTS_GROUP_PERF,
+	  .arg = "CMD", .help = "run CMD on the coordinator per alert, the alert as JSON on stdin" },
+	{ .name = "metrics", .kind = OPTS_TEMPLATE, FIELD(metrics), .flags = OPTS_SITE,
+	  .group = OPTS_GROUP_PERF,
+	  .arg = "FILE", .help = "keep a Prometheus textfile of the current figures" },
 	/* not a timer: looked at when a reduction completes, so it cannot spin */
 	{ .name = "summary-interval", .kind = OPTS_DURATION, FIELD(summary_s), .min = 0.001,
-	  .max = DAY, .flags = OPTS_SITE | OPTS_OFF },
+	  .max = DAY, .flags = OPTS_SITE | OPTS_OFF, .def = "60s", .group = OPTS_GROUP_PERF,
+	  .help = "one summary line this often" },
 	{ .name = "perf-interval", .kind = OPTS_DURATION, FIELD(perf_interval_s), .min = 0.05,
-	  .max = 3600, .flags = OPTS_SITE,
-	  .floor = "each reduction is a collective operation across every node" },
-	/* data preparation, lifecycle scripts, batch tasks, kept output (prep.h) */
-	{ .name = "stage-dir", .kind = OPTS_TEMPLATE, FIELD(stage_dir), .flags = OPTS_SITE },
+	  .max = 3600, .flags = OPTS_SITE, .def = "1s",
+	  .floor = "each reduction is a collective operation across every node",
+	  .group = OPTS_GROUP_PERF, .help = "reduce the timings across nodes this often" },
+
+	/* ---- data preparation, lifecycle scripts, batch tasks, kept output (prep.h) */
+	{ .name = "stage", .kind = OPTS_LIST, FIELD(stage),
+	  .count_off = offsetof(struct run_opts, nstage), .group = OPTS_GROUP_PREP,
+	  .arg = "NAME=SRC", .help = "copy SRC (an absolute path, read on every node) to "
+	  "node-local storage before the launch, found as $VIGIL_STAGE_NAME; repeatable" },
+	{ .name = "stage-dir", .kind = OPTS_TEMPLATE, FIELD(stage_dir), .flags = OPTS_SITE,
+	  .def = "/var/tmp/vigil-stage.%u", .group = OPTS_GROUP_PREP,
+	  .arg = "DIR", .help = "the node's staging directory" },
 	{ .name = "stage-retention", .kind = OPTS_DURATION, FIELD(stage_retention_s), .min = 60,
-	  .max = OPTS_DURATION_MAX, .flags = OPTS_SITE | OPTS_LIMIT | OPTS_OFF,
-	  .floor = "a copy is kept for the jobs that follow" },
+	  .max = OPTS_DURATION_MAX, .flags = OPTS_SITE | OPTS_LIMIT | OPTS_OFF, .def = "7d",
+	  .floor = "a copy is kept for the jobs that follow", .group = OPTS_GROUP_PREP,
+	  .help = "keep a staged copy no job used this long" },
 	{ .name = "stage-max-use", .kind = OPTS_COUNT, FIELD(stage_max_use), .min = 1, .max = 100,
-	  .flags = OPTS_SITE | OPTS_LIMIT },
+	  .flags = OPTS_SITE | OPTS_LIMIT, .def = "90", .group = OPTS_GROUP_PREP,
+	  .arg = "PCT", .help = "refuse a staging that fills its file system past PCT%" },
 	{ .name = "stage-jobs", .kind = OPTS_COUNT, FIELD(stage_jobs), .min = 1, .max = 64,
-	  .flags = OPTS_SITE | OPTS_LIMIT },
+	  .flags = OPTS_SITE | OPTS_LIMIT, .def = "4", .group = OPTS_GROUP_PREP,
+	  .arg = "N", .help = "files copied at once per node" },
 	{ .name = "stage-timeout", .kind = OPTS_DURATION, FIELD(stage_timeout_s), .min = 1,
-	  .max = 30 * DAY, .flags = OPTS_SITE | OPTS_OFF },
+	  .max = 30 * DAY, .flags = OPTS_SITE | OPTS_OFF, .group = OPTS_GROUP_PREP,
+	  .help = "a time limit on the staging; none by default" },
+	{ .name = "hook", .kind = OPTS_LIST, FIELD(hook),
+	  .count_off = offsetof(struct run_opts, nhook), .group = OPTS_GROUP_PREP,
+	  .arg = "PHASE[:ATTR]...=CMD", .help = "run CMD with /bin/sh -c at PHASE: pre-check, "
+	  "pre-launch, checkpoint, requeue or end; each ATTR all or coordinator, fail or warn, "
+	  "or a time limit; repeatable" },
 	{ .name = "hook-timeout", .kind = OPTS_DURATION, FIELD(hook_timeout_s), .min = 1,
-	  .max = DAY, .flags = OPTS_SITE | OPTS_LIMIT },
-	{ .name = "batch", .kind = OPTS_STRING, FIELD(batch) },
-	{ .name = "batch-index", .kind = OPTS_COUNT, FIELD(batch_index), .min = 0, .max = 1000000 },
-	{ .name = "output-dir", .kind = OPTS_STRING, FIELD(output_dir) },
-	{ .name = "node-logs", .kind = OPTS_TEMPLATE, FIELD(node_logs), .flags = OPTS_SITE },
+	  .max = DAY, .flags = OPTS_SITE | OPTS_LIMIT, .def = "5m", .group = OPTS_GROUP_PREP,
+	  .help = "a hook's time limit when it gives none" },
+	{ .name = "batch", .kind = OPTS_STRING, FIELD(batch), .group = OPTS_GROUP_PREP,
+	  .arg = "FILE", .help = "run one sub-task of a batch file, with its own command (nothing "
+	  "may follow the options) and working directory" },
+	{ .name = "batch-index", .kind = OPTS_COUNT, FIELD(batch_index), .min = 0, .max = 1000000,
+	  .flags = OPTS_UNSET, .group = OPTS_GROUP_PREP,
+	  .arg = "N", .help = "which sub-task (default: SLURM_ARRAY_TASK_ID)" },
+	{ .name = "output-dir", .kind = OPTS_STRING, FIELD(output_dir), .group = OPTS_GROUP_PREP,
+	  .arg = "DIR", .help = "the training's output directory, in VIGIL_OUTPUT_DIR (a batch "
+	  "task's: DIR/NAME-INDEX)" },
+	{ .name = "node-logs", .kind = OPTS_TEMPLATE, FIELD(node_logs), .flags = OPTS_SITE,
+	  .group = OPTS_GROUP_PREP,
+	  .arg = "DIR", .help = "where a node whose stdout is not shown keeps it, as "
+	  "DIR/NODE.out (default RUN-DIR/logs with --run-dir, else vigil-logs.JOB)" },
 	{ .name = "node-log-mb", .kind = OPTS_COUNT, FIELD(node_log_mb), .min = 1, .max = 1 << 20,
-	  .flags = OPTS_SITE | OPTS_LIMIT },
+	  .flags = OPTS_SITE | OPTS_LIMIT, .def = "64", .group = OPTS_GROUP_PREP,
+	  .arg = "N", .help = "start a node log anew past N MiB, keeping the last one" },
 	{ .name = NULL },
 };
 
@@ -223,6 +289,25 @@ opts_run_format(const struct opts_run *opt, double v, char *buf, size_t len)
 		snprintf(buf, len, "%.15g", v);
 }
 
+/* A list's values in O, ", " between them. */
+static void
+show_list(const struct opts_run *opt, const struct run_opts *o, char *buf, size_t len)
+{
+	const char *const *item = (const char *const *)(const void *)((const char *)o + opt->off);
+	size_t w = 0;
+	int n;
+
+	memcpy(&n, (const char *)o + opt->count_off, sizeof(n));
+	buf[0] = '\0';
+	for (int i = 0; i < n && w < len; i++) {
+		int k = snprintf(buf + w, len - w, "%s%s", i ? ", " : "", item[i]);
+
+		if (k < 0)
+			break;
+		w += (size_t)k;
+	}
+}
+
 void
 opts_run_show(const struct opts_run *opt, const struct run_opts *o, char *buf, size_t len)
 {
@@ -270,6 +355,9 @@ opts_run_show(const struct opts_run *opt, const struct run_opts *o, char *buf, s
 				return;
 			}
 		break;
+	case OPTS_LIST:
+		show_list(opt, o, buf, len);
+		return;
 	case OPTS_SIGNAL_PAIR:
 		break;
 	}
@@ -343,6 +431,7 @@ opts_run_expected(const struct opts_run *opt, char *why, size_t whylen)
 		snprintf(why, whylen, "expected SIGNAL=SIGNAL (e.g. USR1=USR2)");
 		break;
 	case OPTS_STRING:
+	case OPTS_LIST:
 		snprintf(why, whylen, "expected a non-empty value");
 		break;
 	case OPTS_TEMPLATE:
@@ -418,6 +507,27 @@ set_words(const struct opts_run *opt, const char *text, struct run_opts *o, char
 	return 0;
 }
 
+/* One more value of a repeatable option, kept as given. */
+static int
+append(const struct opts_run *opt, const char *text, struct run_opts *o, char *why,
+       size_t whylen)
+{
+	char *count = (char *)o + opt->count_off;
+	int n;
+
+	if (!text[0])
+		return bad(opt, why, whylen);
+	memcpy(&n, count, sizeof(n));
+	if (n < 0 || (size_t)n >= opt->size / sizeof(text)) {
+		snprintf(why, whylen, "at most %zu --%s options", opt->size / sizeof(text), opt->name);
+		return -ERANGE;
+	}
+	memcpy((char *)field(opt, o) + (size_t)n * sizeof(text), &text, sizeof(text));
+	n++;
+	memcpy(count, &n, sizeof(n));
+	return 0;
+}
+
 static int
 set_text(const struct opts_run *opt, const char *text, struct run_opts *o, char *why,
          size_t whylen)
@@ -453,6 +563,8 @@ set_text(const struct opts_run *opt, const char *text, struct run_opts *o, char 
 			return bad(opt, why, whylen);
 		memcpy(field(opt, o), &text, sizeof(text));
 		return 0;
+	case OPTS_LIST:
+		return append(opt, text, o, why, whylen);
 	default:
 		return set_words(opt, text, o, why, whylen);
 	}
@@ -672,4 +784,19 @@ opts_run_verify(const struct run_opts *o, const unsigned char *src, const char *
 		return -EINVAL;
 	}
 	return 0;
+}
+
+void
+run_opts_init(struct run_opts *o)
+{
+	char why[320];
+
+	memset(o, 0, sizeof(*o));
+	for (const struct opts_run *opt = opts_run_table; opt->name; opt++) {
+		if (opt->flags & OPTS_UNSET)
+			store_int(opt, o, -1);
+		else if (opt->def)
+			/* each default parses: test_opts.c holds every row to it */
+			(void)opts_run_set(opt, opt->def, o, NULL, why, sizeof(why));
+	}
 }

@@ -102,6 +102,8 @@ struct run_opts {
 	int node_log_mb;                /* per node before rotating; default 64 */
 };
 
+/* O with every option at its default: each row's .def (opts.h), -1 for
+ * the OPTS_UNSET counts, zero for the rest. */
 void run_opts_init(struct run_opts *o);
 
 #endif

@@ -362,6 +362,125 @@ test_get_show(void **state)
 	assert_string_equal(buf, "(none)");
 }
 
+/* ---- what each row owns: its default, its --help line ------------------- */
+
+static void
+test_defaults(void **state)
+{
+	struct run_opts o;
+	char why[320];
+
+	(void)state;
+	for (const struct opts_run *opt = opts_run_table; opt->name; opt++) {
+		/* every default is a value of its own option, within its range */
+		if (opt->def && opts_run_check(opt, opt->def, 0, NULL, why, sizeof(why)) != 0)
+			fail_msg("--%s: default '%s': %s", opt->name, opt->def, why);
+		if (opt->flags & OPTS_UNSET)
+			assert_true(opt->kind == OPTS_COUNT && !opt->def && opt->min >= 0);
+		/* every row says what it does, and a value's name where it takes one */
+		if (!opt->help || !opt->help[0])
+			fail_msg("--%s has no help", opt->name);
+		if (opt->kind == OPTS_FLAG)
+			assert_null(opt->arg);
+		else if (opt->kind != OPTS_DURATION)
+			assert_non_null(opt->arg);
+		if (opt->kind == OPTS_LIST)
+			assert_true(opt->count_off + sizeof(int) <= sizeof(struct run_opts));
+	}
+	/* the values run_opts_init() gave before the rows held them */
+	run_opts_init(&o);
+	assert_int_equal(o.mode, MODE_PYTORCH);
+	assert_true(o.precheck && o.precheck_level == VERDICT_FAIL);
+	assert_int_equal(o.tf_port, 2222);
+	assert_true(o.grace_s == 30);
+	assert_true(o.output_all);
+	assert_int_equal(o.ckpt_signal, SIGUSR1);
+	assert_true(o.ckpt_lead_s == 60);
+	assert_int_equal(o.max_resumes, -1);
+	assert_true(o.inspect_s == 30);
+	assert_true(o.heartbeat_s == 5);
+	assert_true(o.heartbeat_timeout_s == 30);
+	assert_int_equal(o.perf_window, 5);
+	assert_true(o.summary_s == 60);
+	assert_true(o.perf_interval_s == 1);
+	assert_string_equal(o.stage_dir, "/var/tmp/vigil-stage.%u");
+	assert_true(o.stage_retention_s == 7 * 86400.0);
+	assert_int_equal(o.stage_max_use, 90);
+	assert_int_equal(o.stage_jobs, 4);
+	assert_true(o.hook_timeout_s == 300);
+	assert_int_equal(o.batch_index, -1);
+	assert_int_equal(o.node_log_mb, 64);
+	assert_int_equal(o.torch_launcher, MODE_TORCH_LAUNCH);
+	assert_false(o.perf_below || o.perf_reschedule || o.resume || o.tag_output);
+	assert_int_equal(o.ps, 0);
+	assert_int_equal(o.nstage + o.nhook + o.nforward, 0);
+	assert_null(o.report);
+	assert_true(o.time_limit_s == 0 && o.stage_timeout_s == 0 && o.hold_s == 0);
+}
+
+static void
+test_list(void **state)
+{
+	struct run_opts o;
+	char why[320], buf[128];
+
+	(void)state;
+	run_opts_init(&o);
+	assert_int_equal(set(&o, "stage", "a=/data/a", why, sizeof(why)), 0);
+	assert_int_equal(set(&o, "stage", "b=/data/b", why, sizeof(why)), 0);
+	assert_int_equal(o.nstage, 2);
+	assert_string_equal(o.stage[1], "b=/data/b");
+	assert_int_equal(o.nhook, 0);
+	opts_run_show(row("stage"), &o, buf, sizeof(buf));
+	assert_string_equal(buf, "a=/data/a, b=/data/b");
+	assert_int_equal(set(&o, "hook", "", why, sizeof(why)), -EINVAL);
+	for (int i = 0; i < RUN_LIST_MAX; i++)
+		assert_int_equal(set(&o, "hook", "end=true", why, sizeof(why)), 0);
+	assert_int_equal(set(&o, "hook", "end=true", why, sizeof(why)), -ERANGE);
+	assert_string_equal(why, "at most 16 --hook options");
+	assert_int_equal(o.nhook, RUN_LIST_MAX);
+	/* not a key of the file */
+	assert_false(row("stage")->flags & OPTS_SITE);
+}
+
+static void
+test_help(void **state)
+{
+	char *text = NULL, *line, *save = NULL, want[80];
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	fputc('\n', f);  /* every entry after a newline, the first too */
+	assert_int_equal(opts_run_help(f), 0);
+	assert_int_equal(fclose(f), 0);
+	/* each row's entry, its value's name, default and floor from the row */
+	for (const struct opts_run *opt = opts_run_table; opt->name; opt++) {
+		if (opt->letter)
+			snprintf(want, sizeof(want), "\n  -%c, --%s ", opt->letter, opt->name);
+		else
+			snprintf(want, sizeof(want), "\n  --%s ", opt->name);
+		if (!strstr(text, want))
+			fail_msg("--help lacks '%s'", want + 1);
+	}
+	assert_non_null(strstr(text, "\n  -v, --verbose "));
+	assert_non_null(strstr(text, "\n  --grace TIME      from TERM to KILL when stopping the "
+	                       "training (default 30s;\n                    at least 0.1s)\n"));
+	assert_non_null(strstr(text, "\n  --max-resumes N "));
+	assert_non_null(strstr(text, "(default 30s; 0\n                    off, else at least 1s)"));
+	assert_non_null(strstr(text, "\nResilience:\n"));
+	assert_non_null(strstr(text, "\nData preparation, lifecycle scripts, batch tasks, kept output:\n"
+	                       "  --stage NAME=SRC  "));
+	assert_non_null(strstr(text, "In the paths of --report, --events, --metrics, --stage-dir "
+	                       "and --node-logs: %j\nis the job"));
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (strlen(line) > OPTS_HELP_WIDTH)
+			fail_msg("a line of %zu columns: %s", strlen(line), line);
+	free(text);
+}
+
 /* ---- the file under the command line, the limits over both --------------- */
 
 static const char site[] =
@@ -488,6 +607,9 @@ main(void)
 		cmocka_unit_test(test_get_show),
 		cmocka_unit_test(test_config_and_limits),
 		cmocka_unit_test(test_verify),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_list),
+		cmocka_unit_test(test_help),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
