@@ -1,5 +1,6 @@
 /*
- * vigil.h - public interface of vigil: exit codes and the event schema.
+ * vigil.h - public interface of vigil: its version, exit codes and the
+ * event schema.
  *
  * Batch scripts and site tooling read these; they are stable across minor
  * releases.  doc/vigil.1 lists the same values.
@@ -7,7 +8,8 @@
 #ifndef VIGIL_H
 #define VIGIL_H
 
-#define VIGIL_VERSION "0.1.0"
+/* VIGIL_VERSION, "0.1.0": configure writes it from the package's version. */
+#include "vigil_version.h"
 
 /*
  * Exit status.

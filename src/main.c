@@ -95,7 +95,7 @@ main(int argc, char **argv)
 	}
 	cmd = argv[1];
 	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-		printf("vigil %s\n", VIGIL_VERSION);
+		printf("vigil %s\n", PACKAGE_VERSION);
 		return VIGIL_EXIT_OK;
 	}
 	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
