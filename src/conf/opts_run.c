@@ -768,10 +768,17 @@ opts_run_verify(const struct run_opts *o, const unsigned char *src, const char *
 	}
 	if (o->ckpt_confirm) {
 		struct ckpt_confirm *cc = NULL;
+		const char *msg;
 		char err[256];
 
 		if (ckpt_confirm_new(o->ckpt_confirm, &cc, err, sizeof(err)) < 0) {
-			snprintf(why, whylen, "--ckpt-confirm: %s", err);
+			/* the message names --ckpt-confirm: once, or the file's key instead */
+			msg = strncmp(err, "--ckpt-confirm: ", 16) == 0 ? err + 16 : err;
+			if (src[opts_run_find("ckpt-confirm") - opts_run_table] == OPTS_SRC_FILE)
+				snprintf(why, whylen, "run.ckpt_confirm in %s: %s",
+				         file ? file : "the configuration", msg);
+			else
+				snprintf(why, whylen, "--ckpt-confirm: %s", msg);
 			return -EINVAL;
 		}
 		ckpt_confirm_free(cc);

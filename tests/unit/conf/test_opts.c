@@ -553,6 +553,26 @@ test_config_and_limits(void **state)
 	config_free(&cfg);
 }
 
+/* A --ckpt-confirm of no known form, named once, or by its key in the file. */
+static void
+test_verify_ckpt_confirm(void **state)
+{
+	struct run_opts o;
+	unsigned char src[64] = { 0 };
+	char why[512];
+
+	(void)state;
+	run_opts_init(&o);
+	assert_int_equal(set(&o, "ckpt-confirm", "bogus", why, sizeof(why)), 0);
+	src[row("ckpt-confirm") - opts_run_table] = OPTS_SRC_FLAG;
+	assert_int_equal(opts_run_verify(&o, src, NULL, why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "--ckpt-confirm: \"bogus\" is neither file:PATH nor output:REGEX");
+	src[row("ckpt-confirm") - opts_run_table] = OPTS_SRC_FILE;
+	assert_int_equal(opts_run_verify(&o, src, "/etc/vigil.json", why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "run.ckpt_confirm in /etc/vigil.json: \"bogus\" is neither "
+	                    "file:PATH nor output:REGEX");
+}
+
 static void
 test_verify(void **state)
 {
@@ -607,6 +627,7 @@ main(void)
 		cmocka_unit_test(test_get_show),
 		cmocka_unit_test(test_config_and_limits),
 		cmocka_unit_test(test_verify),
+		cmocka_unit_test(test_verify_ckpt_confirm),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_help),
