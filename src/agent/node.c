@@ -5,14 +5,12 @@
 #include "autoconf.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,11 +24,9 @@
 #include "launch/child.h"
 #include "launch/ckpt.h"
 #include "launch/modes.h"
-#include "launch/output.h"
-#include "launch/pace.h"
 #include "launch/rundir.h"
+#include "launch/stream.h"
 #include "launch/wlog.h"
-#include "lib/linebuf.h"
 #include "lib/log.h"
 #include "lib/loop.h"
 #include "lib/sig.h"
@@ -43,30 +39,8 @@ extern char **environ;
 #define TAIL_LINES 20            /* stderr lines kept for the report */
 #define TAIL_LINE_MAX 512
 #define TAIL_BYTES (TAIL_LINES * TAIL_LINE_MAX)  /* stderr kept for its last lines */
-#define READ_CHUNK (128u << 10)  /* as cat reads; larger reads made the
-                                  * producer wait longer on the pipe lock */
-#define READS_PER_TURN 4         /* reads per wakeup before others get a turn */
-#define PIPE_SIZE (1u << 20)     /* asked of the training's pipes: room while it is left to fill */
-#define HOLD_US 1000             /* a streaming pty's output is held at most this long */
-#define HOLD_BYTES (32u << 10)   /* ... or until this much is held */
-#define OUTPUT_CAP (1u << 20)    /* bytes of output held while our reader is slow */
-#define LINE_WAIT_US 20000       /* a line begun waits this long for its end ... */
-#define LINE_WAIT_BYTES (32u << 10) /* ... while shorter than this (output_set_line_wait) */
 #define DRAIN_MS 2000            /* after the child exits, wait this long for EOF */
 #define STOP_AFTER_CKPT_MS 5000  /* TERM to KILL once the checkpoint's grace is over */
-#define SCAN_LINE_MAX 4096       /* timing lines are short; longer lines are cut for scanning */
-
-/* One of the training's streams as it is read: how fast, and whether it is
- * being left to fill (pace.h). */
-struct stream {
-	struct node *n;
-	struct pace pace;
-	struct loop_timer *gather;  /* pending: read when it fires, not on poll() */
-	uint64_t read_us;           /* the last read that got something */
-	bool fresh;                 /* read since the last release */
-	struct loop_timer *release; /* pending: writes out what is held */
-	struct loop_timer *line;    /* pending: writes out a line begun as it is */
-};
 
 struct node {
 	struct node_opts o;
@@ -92,25 +66,21 @@ struct node {
 	struct mode_launch launch;
 	struct mode_node *mnodes;
 	struct child *child;
-	int cout, cerr;           /* the child's stdout/stderr read ends, -1 at EOF */
-	struct stream sout, serr; /* ... as they are read */
 	bool exited, stopping, ckpt_sent, result_sent;
 	int agent_signal;
 	char start_error[512];
 	int start_code;
 	struct loop_timer *kill_timer, *drain_timer, *ckpt_timer;
 
-	/* the training's output, for the whole job */
-	struct output *out, *err;
-	struct linebuf *errlines, *outlines;
+	/* the training's output, for the whole job (stream.h) */
+	struct stream *out, *err;
 	char tail[TAIL_BYTES];    /* the last bytes of stderr, a ring */
 	unsigned long long tailed;/* bytes of stderr in this attempt */
 	bool said_lost;
-	bool hidden;              /* --output coordinator: this attempt's stdout goes to the log */
-	struct wlog *wlog;        /* ... that log (wlog.h), opened on first use */
+	struct wlog *wlog;        /* a hidden stdout's log (wlog.h), opened on first use */
 	bool said_wlog;
 
-	/* the checkpoint's evidence (--ckpt-confirm) */
+	/* the checkpoint's evidence (--ckpt-confirm) and verdict */
 	struct ckpt_confirm *confirm;
 	bool verdict_given, confirmed;
 	char confirm_why[200];
@@ -126,6 +96,18 @@ struct node {
 	char **reported;          /* findings already sent: "what device verdict" */
 	size_t nreported;
 };
+
+/* Set what the streams scan: every line while a checkpoint's evidence may be in any. */
+static void
+scan_for_evidence(struct node *n)
+{
+	bool every = n->ckpt_sent && !n->verdict_given;
+
+	if (n->out)
+		stream_scan_every_line(n->out, every);
+	if (n->err)
+		stream_scan_every_line(n->err, every);
+}
 
 /* ---- messages to the coordinator -------------------------------------------- */
 
@@ -154,6 +136,7 @@ judge_checkpoint(struct node *n, bool exited)
 	if (!n->ckpt_sent || n->verdict_given)
 		return;
 	n->verdict_given = true;
+	scan_for_evidence(n);
 	n->confirmed = ckpt_confirm_verdict(n->confirm, exited,
 	                                    exited ? child_wait_status(n->child) : 0,
 	                                    n->ro->ckpt_signal, n->confirm_why,
@@ -161,7 +144,6 @@ judge_checkpoint(struct node *n, bool exited)
 	if (!n->confirmed)
 		LOG_WARN("checkpoint not confirmed: %s", n->confirm_why);
 }
-
 /*
  * The last lines of stderr (up to TAIL_LINES, each cut to TAIL_LINE_MAX
  * bytes) into LINES, from the ring of its last bytes; returns how many.
@@ -207,11 +189,12 @@ tail_lines(const struct node *n, char lines[TAIL_LINES][TAIL_LINE_MAX + 1])
 	return count;
 }
 
+
 /* Bytes of the training's output a reader did not take, so far. */
 static unsigned long long
 output_lost_total(const struct node *n)
 {
-	return (n->out ? output_lost(n->out) : 0) + (n->err ? output_lost(n->err) : 0);
+	return (n->out ? stream_lost(n->out) : 0) + (n->err ? stream_lost(n->err) : 0);
 }
 
 /* How this attempt's training ended (or that this node ran none), once. */
@@ -261,8 +244,9 @@ send_result(struct node *n, bool idle)
 
 /* Every byte of stderr passes here: its last TAIL_BYTES kept, for the report. */
 static void
-tail_bytes(struct node *n, const char *buf, size_t len)
+tail_bytes(void *arg, const char *buf, size_t len)
 {
+	struct node *n = arg;
 	size_t at, first;
 
 	if (len > TAIL_BYTES) {
@@ -277,12 +261,16 @@ tail_bytes(struct node *n, const char *buf, size_t len)
 	n->tailed += len;
 }
 
+/*
+ * A line of the training's output, scanned: while a checkpoint's verdict
+ * is due every line comes here (it may be the evidence), otherwise only
+ * those that hold a timing line's mark (stream_scan_every_line()).
+ */
 static void
-out_line(const char *line, size_t len, bool truncated, void *arg)
+out_line(void *arg, const char *line, size_t len)
 {
 	struct node *n = arg;
 
-	(void)truncated;
 	if (n->ckpt_sent && !n->verdict_given)
 		(void)ckpt_confirm_line(n->confirm, line, len);
 	/* Only the lines that end like a timing line go on: the test is
@@ -292,193 +280,13 @@ out_line(const char *line, size_t len, bool truncated, void *arg)
 		n->ops.line(n->ops.arg, line, len);
 }
 
-/*
- * A copy of what the training wrote, line by line: only the lines that
- * hold a timing line's mark are handed out (the others are not even
- * split), every line while a checkpoint's evidence may be in any of them.
- */
-static void
-scan(struct node *n, struct linebuf *lb, const char *buf, size_t len)
-{
-	if (n->ckpt_sent && !n->verdict_given)
-		linebuf_feed(lb, buf, len, out_line, n);
-	else
-		linebuf_feed_marked(lb, buf, len, PROGRESS_MARK, PROGRESS_MARK_LEN, out_line, n);
-}
-
 static void maybe_done(struct node *n);
 
-/*
- * The stream CFD of the training may be read again once its output has
- * room (back-pressure released), unless it is being left to fill: its
- * timer reads it then.  After every write that may have made room.
- */
+/* One of the training's streams reached its end. */
 static void
-resume(struct node *n, int cfd)
+stream_ended(void *arg)
 {
-	struct output *o = cfd == n->cout ? n->out : n->err;
-	const struct stream *s = cfd == n->cout ? &n->sout : &n->serr;
-
-	if (cfd >= 0 && output_room(o) > 0 && !s->gather)
-		loop_mod_fd(n->loop, cfd, POLLIN);
-}
-
-/* A line begun goes out as it is: its end did not come in time (a
- * progress bar redrawn with '\r', a prompt), or the stream ended. */
-static void
-line_goes(struct node *n, struct stream *s, struct output *o)
-{
-	loop_del_timer(n->loop, s->line);
-	s->line = NULL;
-	if (!o)
-		return;
-	if (output_flush_all(o) > 0)
-		loop_mod_fd(n->loop, output_fd(o), POLLOUT);
-}
-
-static long
-on_line_wait(struct loop *l, void *arg)
-{
-	struct stream *s = arg;
-	struct node *n = s->n;
-
-	(void)l;
-	s->line = NULL;  /* the loop frees it */
-	line_goes(n, s, s == &n->sout ? n->out : n->err);
-	resume(n, s == &n->sout ? n->cout : n->cerr);
-	return LOOP_NOMORE;
-}
-
-/*
- * A line the training began and has not ended waits LINE_WAIT_US for its
- * end, so that it goes out whole (output_set_line_wait).  NEW: the line
- * that waited ended, and one that waits now has a wait of its own.
- */
-static void
-wait_for_line(struct node *n, struct stream *s, struct output *o, bool new)
-{
-	if (!o || !output_line_waits(o)) {
-		loop_del_timer(n->loop, s->line);
-		s->line = NULL;
-		return;
-	}
-	if (s->line && !new)
-		return;
-	loop_del_timer(n->loop, s->line);
-	s->line = loop_add_timer_us(n->loop, LINE_WAIT_US, on_line_wait, s);
-	if (!s->line)
-		line_goes(n, s, o);
-}
-
-/* Our own stdout or stderr can take more: flush, and read the child again. */
-static void
-on_dest(struct loop *l, int fd, short revents, void *arg)
-{
-	struct node *n = arg;
-	struct output *o = fd == output_fd(n->out) ? n->out : n->err;
-	int cfd = o == n->out ? n->cout : n->cerr;
-	int rc;
-
-	(void)revents;
-	rc = output_flush(o);
-	if (rc <= 0)
-		loop_mod_fd(l, fd, 0);
-	if (rc < 0 && rc != -EPIPE)
-		LOG_ERR("cannot write the training's %s: %s", o == n->out ? "stdout" : "stderr",
-		        strerror(-rc));
-	wait_for_line(n, o == n->out ? &n->sout : &n->serr, o, false);
-	resume(n, cfd);
-}
-
-/* Held output (a streaming pty's) goes out now, all of it. */
-static void
-release(struct node *n, struct stream *s)
-{
-	struct output *o = s == &n->sout ? n->out : n->err;
-
-	loop_del_timer(n->loop, s->release);
-	s->release = NULL;
-	if (!o)
-		return;
-	output_set_hold(o, 0);
-	if (output_flush(o) > 0)
-		loop_mod_fd(n->loop, output_fd(o), POLLOUT);
-	wait_for_line(n, s, o, false);
-	resume(n, s == &n->sout ? n->cout : n->cerr);
-}
-
-/*
- * HOLD_US after the hold began: the whole lines go out.  A line begun
- * waits for its end one more HOLD_US while the training still writes;
- * then it goes as it is (a progress bar redrawn with '\r', a prompt).
- */
-static long
-on_release(struct loop *l, void *arg)
-{
-	struct stream *s = arg;
-	struct node *n = s->n;
-	struct output *o = s == &n->sout ? n->out : n->err;
-	int rc;
-
-	s->release = NULL;  /* the loop frees it */
-	if (!s->fresh) {
-		release(n, s);
-		return LOOP_NOMORE;
-	}
-	s->fresh = false;
-	rc = output_flush_lines(o);
-	if (rc > 0)
-		loop_mod_fd(l, output_fd(o), POLLOUT);
-	if (rc >= 0 && output_held(o))
-		s->release = loop_add_timer_us(l, HOLD_US, on_release, s);
-	else
-		output_set_hold(o, 0);
-	resume(n, s == &n->sout ? n->cout : n->cerr);
-	return LOOP_NOMORE;
-}
-
-/*
- * A pseudo-terminal's stream read again within HOLD_US of the last read:
- * the training is streaming, and a write per read (4 KiB at most) would
- * cost our reader a wake-up each; what it writes is held for HOLD_US at
- * most and goes out in larger writes.  Output that comes now and then is
- * written as it comes.  A pipe is left to fill instead (pace.h).
- */
-static void
-hold_if_streaming(struct node *n, struct stream *s, struct output *o)
-{
-	uint64_t now = loop_now_us(n->loop), last = s->read_us;
-
-	s->read_us = now;
-	s->fresh = true;
-	if (s->pace.capacity > 0 || last == 0 || now - last >= HOLD_US)
-		return;
-	if (!s->release && !(s->release = loop_add_timer_us(n->loop, HOLD_US, on_release, s)))
-		return;
-	output_set_hold(o, HOLD_BYTES);
-}
-
-static void
-close_child_fd(struct node *n, int fd)
-{
-	struct stream *s = fd == n->cout ? &n->sout : &n->serr;
-
-	loop_del_fd(n->loop, fd);
-	loop_del_timer(n->loop, s->gather);
-	s->gather = NULL;
-	/* no line's end will come: everything goes, held or begun (before
-	 * release(), which would give a line begun a wait) */
-	line_goes(n, s, s == &n->sout ? n->out : n->err);
-	release(n, s);
-	child_close_fd(n->child, fd);
-	if (fd == n->cerr) {
-		n->cerr = -1;
-		linebuf_flush(n->errlines, out_line, n);
-	}
-	if (fd == n->cout) {
-		n->cout = -1;
-		linebuf_flush(n->outlines, out_line, n);
-	}
+	maybe_done(arg);
 }
 
 /* Where hidden output is kept: --node-logs, else --run-dir's logs/, else
@@ -505,16 +313,15 @@ logs_dir(const struct node *n, char *buf, size_t len)
 
 /*
  * A hidden node's stdout (--output coordinator, not the lowest member)
- * goes to its log (wlog.h) instead of being dropped; everything else to
- * our own output.  A log that cannot be written is said once and dropped.
+ * goes to its log (wlog.h) instead of being dropped.  A log that cannot
+ * be written is said once and dropped.
  */
-static int
-pass_on(struct node *n, struct output *o, const char *buf, size_t len)
+static void
+keep_hidden(void *arg, const char *buf, size_t len)
 {
+	struct node *n = arg;
 	char dir[4200], err[600];
 
-	if (o != n->out || !n->hidden)
-		return output_push(o, buf, len);
 	if (!n->wlog && !n->said_wlog) {
 		logs_dir(n, dir, sizeof(dir));
 		n->wlog = wlog_open(dir, n->name, (long long)n->ro->node_log_mb << 20, err,
@@ -529,163 +336,30 @@ pass_on(struct node *n, struct output *o, const char *buf, size_t len)
 		        strerror(errno));
 		n->said_wlog = true;
 	}
-	return 0;
-}
-
-static long on_gather(struct loop *l, void *arg);
-
-/*
- * Read the training's stream FD: again until it is empty, up to
- * READS_PER_TURN times (the training often writes more while we pass the
- * last read on, and each poll() that sleeps costs a wakeup; the bound
- * leaves signals and MPI their turn).  Once it is read empty, a fast
- * writer's pipe is left to fill for a moment (pace.h).
- */
-static void
-read_stream(struct node *n, int fd)
-{
-	static char buf[READ_CHUNK];
-	struct output *o = fd == n->cout ? n->out : n->err;
-	struct stream *s = fd == n->cout ? &n->sout : &n->serr;
-	bool empty = false;
-	unsigned long long written;
-	long wait;
-	int rc;
-
-	for (int i = 0; i < READS_PER_TURN && !empty; i++) {
-		size_t room = output_room(o), want = room < sizeof(buf) ? room : sizeof(buf);
-		ssize_t got;
-
-		if (room == 0) {
-			loop_mod_fd(n->loop, fd, 0);  /* back-pressure: resume() reads it again */
-			return;
-		}
-		got = read(fd, buf, want);
-		if (got < 0 && errno == EINTR)
-			return;
-		if (got < 0 && errno == EAGAIN) {
-			empty = true;
-			break;
-		}
-		if (got <= 0) {
-			/* EOF; a pty master reads EIO once the child side is closed */
-			close_child_fd(n, fd);
-			maybe_done(n);
-			return;
-		}
-		pace_got(&s->pace, (size_t)got);
-		hold_if_streaming(n, s, o);
-		/* a copy for scanning; what passes through is untouched */
-		if (o == n->err)
-			tail_bytes(n, buf, (size_t)got);
-		scan(n, o == n->err ? n->errlines : n->outlines, buf, (size_t)got);
-		written = output_written(o);
-		rc = pass_on(n, o, buf, (size_t)got);
-		if (rc < 0 && rc != -EAGAIN && rc != -EPIPE)
-			LOG_ERR("cannot pass the training's output on: %s; it is being lost",
-			        strerror(-rc));
-		/* something went out: what waits now is a line begun since */
-		wait_for_line(n, s, o, output_written(o) != written);
-		if (output_pending(o) && !output_held(o) && !s->line)
-			loop_mod_fd(n->loop, output_fd(o), POLLOUT);
-		/* A short read emptied the pipe: a read now would only say EAGAIN. */
-		empty = (size_t)got < want;
-	}
-	if (!empty)
-		return;  /* more is waiting: poll() says so at once */
-	wait = pace_empty(&s->pace, loop_now_us(n->loop));
-	if (wait > 0 && (s->gather = loop_add_timer_us(n->loop, wait, on_gather, s)) != NULL)
-		loop_mod_fd(n->loop, fd, 0);
-}
-
-static void
-on_child_fd(struct loop *l, int fd, short revents, void *arg)
-{
-	(void)l;
-	(void)revents;
-	read_stream(arg, fd);
-}
-
-/* A stream left to fill: read it now, and wait on it in poll() again. */
-static long
-on_gather(struct loop *l, void *arg)
-{
-	struct stream *s = arg;
-	struct node *n = s->n;
-	int fd = s == &n->sout ? n->cout : n->cerr;
-
-	s->gather = NULL;
-	if (fd >= 0) {
-		loop_mod_fd(l, fd, POLLIN);
-		read_stream(n, fd);
-	}
-	return LOOP_NOMORE;
-}
-
-/* What a stream holds before the training must wait: a pipe asked for
- * PIPE_SIZE; 0 for a pseudo-terminal, which is never left to fill. */
-static size_t
-stream_capacity(int fd)
-{
-	int size = fcntl(fd, F_SETPIPE_SZ, (int)PIPE_SIZE);
-
-	if (size < 0)
-		size = fcntl(fd, F_GETPIPE_SZ);
-	return size > 0 ? (size_t)size : 0;
-}
-
-/*
- * Our own output, when it is a pipe (`vigil run ... | tee log`, mpirun's
- * forwarding of each rank's output), grows to PIPE_SIZE (never shrinks).
- * A full 64 KiB pipe wakes its writer for each page its reader frees, and
- * a non-blocking writer pays a poll() and a write() per page: with 16
- * cores, bulk output passed at 0.54 of the training writing to the same
- * reader straight, and at 0.99 with 1 MiB.  Where the system refuses
- * (pipe-max-size), the pipe stays as it is.
- */
-static void
-grow_pipe(int fd)
-{
-	struct stat st;
-	int size;
-
-	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
-		return;
-	size = fcntl(fd, F_GETPIPE_SZ);
-	if (size >= 0 && (unsigned)size < PIPE_SIZE)
-		(void)fcntl(fd, F_SETPIPE_SZ, (int)PIPE_SIZE);
 }
 
 /* Once per job: a restarted training writes to the same place. */
 static int
-open_outputs(struct node *n)
+open_streams(struct node *n)
 {
 	char prefix[300];
+	struct stream_opts so = {
+		.dest_fd = STDOUT_FILENO, .name = "stdout",
+		.mark = PROGRESS_MARK, .marklen = PROGRESS_MARK_LEN,
+	};
+	struct stream_ops ops = { .line = out_line, .ended = stream_ended, .arg = n };
 
-	if (n->out)
-		return 0;
-	grow_pipe(STDOUT_FILENO);
-	grow_pipe(STDERR_FILENO);
-	n->out = output_new(STDOUT_FILENO, OUTPUT_CAP);
-	if (!n->out)
-		return -errno;
-	n->err = output_new(STDERR_FILENO, OUTPUT_CAP);
-	if (!n->err)
-		return -errno;
-	output_set_line_wait(n->out, LINE_WAIT_BYTES);
-	output_set_line_wait(n->err, LINE_WAIT_BYTES);
-	n->errlines = linebuf_new(SCAN_LINE_MAX);
-	n->outlines = linebuf_new(SCAN_LINE_MAX);
-	if (!n->errlines || !n->outlines)
-		return -ENOMEM;
 	if (n->ro->tag_output) {
 		snprintf(prefix, sizeof(prefix), "[%s:%d] ", n->name, n->o.rank);
-		if (output_set_prefix(n->out, prefix) < 0 || output_set_prefix(n->err, prefix) < 0)
-			return -ENOMEM;
+		so.prefix = prefix;
 	}
-	if (loop_add_fd(n->loop, STDOUT_FILENO, 0, on_dest, n) < 0 ||
-	    loop_add_fd(n->loop, STDERR_FILENO, 0, on_dest, n) < 0)
-		return -ENOMEM;
+	if (!n->out && !(n->out = stream_new(n->loop, &so, &ops)))
+		return -errno;
+	so.dest_fd = STDERR_FILENO;
+	so.name = "stderr";
+	ops.tap = tail_bytes;  /* the last lines, for the report */
+	if (!n->err && !(n->err = stream_new(n->loop, &so, &ops)))
+		return -errno;
 	return 0;
 }
 
@@ -695,7 +369,7 @@ open_outputs(struct node *n)
 static void
 maybe_done(struct node *n)
 {
-	if (!n->exited || n->cout >= 0 || n->cerr >= 0)
+	if (!n->exited || stream_is_open(n->out) || stream_is_open(n->err))
 		return;
 	loop_del_timer(n->loop, n->drain_timer);
 	loop_del_timer(n->loop, n->kill_timer);
@@ -716,10 +390,8 @@ on_drain_timeout(struct loop *l, void *arg)
 	/* Exited, but something it started still holds the output open. */
 	n->drain_timer = NULL;
 	(void)child_signal(n->child, SIGKILL);
-	if (n->cout >= 0)
-		close_child_fd(n, n->cout);
-	if (n->cerr >= 0)
-		close_child_fd(n, n->cerr);
+	stream_close(n->out);
+	stream_close(n->err);
 	maybe_done(n);
 	return LOOP_NOMORE;
 }
@@ -730,7 +402,7 @@ on_child_exit(struct node *n)
 	n->exited = true;
 	loop_del_timer(n->loop, n->kill_timer);
 	n->kill_timer = NULL;
-	if (n->cout >= 0 || n->cerr >= 0)
+	if (stream_is_open(n->out) || stream_is_open(n->err))
 		n->drain_timer = loop_add_timer(n->loop, DRAIN_MS, on_drain_timeout, n);
 	maybe_done(n);
 }
@@ -796,6 +468,7 @@ checkpoint(struct node *n)
 	if (!n->child || n->exited || n->ckpt_sent)
 		return;
 	n->ckpt_sent = true;
+	scan_for_evidence(n);
 	LOG_INFO("checkpoint: %s to the training", sig_name(n->ro->ckpt_signal));
 	ckpt_confirm_start(n->confirm);
 	(void)child_signal(n->child, n->ro->ckpt_signal);
@@ -1160,6 +833,21 @@ shows_stdout(const struct node *n)
 	return n->ro->output_all || n->nmembers == 0 || n->members[0] == n->o.rank;
 }
 
+/* This attempt's training goes, whatever is left of it; its streams close. */
+static void
+discard_training(struct node *n)
+{
+	if (!n->child)
+		return;
+	if (n->out)
+		stream_close(n->out);
+	if (n->err)
+		stream_close(n->err);
+	(void)child_kill_tree(n->child);
+	child_free(n->child);
+	n->child = NULL;
+}
+
 static int
 start_training(struct node *n)
 {
@@ -1181,7 +869,6 @@ start_training(struct node *n)
 	};
 	int rc;
 
-	n->hidden = !shows_stdout(n);
 	rc = child_spawn(&co, &n->child);
 	if (rc < 0) {
 		n->start_code = rc == -ENOENT ? 127 : 126;
@@ -1190,21 +877,22 @@ start_training(struct node *n)
 		send_result(n, false);
 		return 0;
 	}
-	n->cout = child_stdout_fd(n->child);
-	n->cerr = child_stderr_fd(n->child);
-	n->sout = (struct stream){ .n = n };
-	n->serr = (struct stream){ .n = n };
-	pace_init(&n->sout.pace, stream_capacity(n->cout), READ_CHUNK);
-	pace_init(&n->serr.pace, stream_capacity(n->cerr), READ_CHUNK);
-	rc = open_outputs(n);
+	rc = open_streams(n);
 	if (rc < 0) {
 		LOG_ERR("cannot pass the training's output through: %s", strerror(-rc));
-		return rc;
+		goto fail;
 	}
-	if (loop_add_fd(n->loop, n->cout, POLLIN, on_child_fd, n) < 0 ||
-	    loop_add_fd(n->loop, n->cerr, POLLIN, on_child_fd, n) < 0)
-		return -ENOMEM;
+	stream_divert(n->out, shows_stdout(n) ? NULL : keep_hidden, n);
+	if (stream_open(n->out, n->child, child_stdout_fd(n->child)) < 0 ||
+	    stream_open(n->err, n->child, child_stderr_fd(n->child)) < 0) {
+		rc = -ENOMEM;
+		goto fail;
+	}
 	return 0;
+fail:
+	/* a training whose output goes nowhere does not run unseen */
+	discard_training(n);
+	return rc;
 }
 
 int
@@ -1313,17 +1001,10 @@ restart(struct node *n, const struct msg_command *c)
 	loop_del_timer(n->loop, n->drain_timer);
 	loop_del_timer(n->loop, n->ckpt_timer);
 	n->kill_timer = n->drain_timer = n->ckpt_timer = NULL;
-	if (n->child) {
-		if (n->cout >= 0)
-			close_child_fd(n, n->cout);
-		if (n->cerr >= 0)
-			close_child_fd(n, n->cerr);
-		(void)child_kill_tree(n->child);
-		child_free(n->child);
-		n->child = NULL;
-	}
+	discard_training(n);
 	n->exited = n->stopping = n->ckpt_sent = n->result_sent = false;
 	n->verdict_given = n->confirmed = false;
+	scan_for_evidence(n);
 	n->confirm_why[0] = '\0';
 	n->agent_signal = 0;
 	n->start_error[0] = '\0';
@@ -1441,7 +1122,6 @@ node_new(const struct node_opts *o, struct loop *l, const struct node_ops *ops)
 	n->ro = o->run;
 	n->loop = l;
 	n->ops = *ops;
-	n->cout = n->cerr = -1;
 	n->name = strdup(o->name ? o->name : "?");
 	n->slot_vendors = calloc(o->nslots + 1, sizeof(*n->slot_vendors));
 	if (!n->name || !n->slot_vendors ||
@@ -1513,7 +1193,7 @@ node_quiet(struct node *n)
 bool
 node_output_pending(const struct node *n)
 {
-	return (n->out && output_pending(n->out)) || (n->err && output_pending(n->err));
+	return (n->out && stream_pending(n->out)) || (n->err && stream_pending(n->err));
 }
 
 void
@@ -1550,11 +1230,9 @@ node_free(struct node *n)
 	}
 	ckpt_confirm_free(n->confirm);
 	free(n->slot_vendors);
-	output_free(n->out);
-	output_free(n->err);
+	stream_free(n->out);
+	stream_free(n->err);
 	wlog_close(n->wlog);
-	linebuf_free(n->errlines);
-	linebuf_free(n->outlines);
 	inspect_free(n->insp);
 	if (n->vmon)
 		(void)loop_del_fd(n->loop, vhealth_monitor_fd(n->vmon));

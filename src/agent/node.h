@@ -5,16 +5,16 @@
  *
  * The node builds its launch from the coordinator's plan (modes.c),
  * starts the training in its own process group (child.c), passes its
- * output through byte for byte (output.c) while scanning a copy line by
- * line (the stderr tail for the report, and the lines that may be timing
- * lines through ops->line), forwards signals, obeys the coordinator's
- * commands (stop, checkpoint, restart) and reports how the training ended
- * (one RESULT per attempt).  Everything runs from the agent's loop: a
- * slow reader of our output slows the training (back-pressure), never
- * the loop.
+ * stdout and stderr through byte for byte, one stream each (stream.h),
+ * while scanning a copy line by line (the stderr tail for the report, and
+ * the lines that may be timing lines through ops->line), forwards
+ * signals, obeys the coordinator's commands (stop, checkpoint, restart)
+ * and reports how the training ended (one RESULT per attempt).
+ * Everything runs from the agent's loop: a slow reader of our output
+ * slows the training (back-pressure), never the loop.
  *
  * Messages leave through ops->send; MPI is not called here.  Owns the
- * child, the outputs and its timers; the loop and the configuration are
+ * child, the streams and its timers; the loop and the configuration are
  * borrowed.
  */
 #ifndef VIGIL_NODE_H
