@@ -42,6 +42,89 @@ extern char **environ;
 #define DRAIN_MS 2000            /* after the child exits, wait this long for EOF */
 #define STOP_AFTER_CKPT_MS 5000  /* TERM to KILL once the checkpoint's grace is over */
 
+/*
+ * The node's lifecycle, in three parts that move independently: the
+ * training of this attempt, its checkpoint, and the watch over the whole
+ * job (heartbeats and the inspection).  Three parts, not one line of
+ * phases: a training may be stopped while its checkpoint's verdict is
+ * still due, and may outlive the job's end (FINAL) for as long as its
+ * KILL takes.  A part changes phase only by a row of transitions[],
+ * through step(), which logs each change by name (at debug level) and
+ * refuses, saying so, an event its phase has no row for (a second
+ * checkpoint, a stop while stopping): the caller then starts nothing the
+ * change would have started.
+ */
+enum phase {
+	/* the training, attempt by attempt */
+	PH_IDLE,        /* not launched in this attempt (yet) */
+	PH_RUNNING,
+	PH_STOPPING,    /* told to stop: the signal went, KILL at the grace's end */
+	PH_DRAINING,    /* it exited: its output is read to its end (DRAIN_MS at most) */
+	PH_REPORTED,    /* this attempt's result went to the coordinator */
+	/* its checkpoint, in this attempt */
+	PH_UNASKED,
+	PH_SAVING,      /* the checkpoint signal went: any line may be the evidence */
+	PH_JUDGED,      /* the verdict is given (ckpt.h) */
+	/* heartbeats and the inspection, for the whole job */
+	PH_UNWATCHED,
+	PH_WATCHING,
+	PH_QUIET,       /* the job is over (FINAL) */
+};
+
+enum event {
+	EV_LAUNCH,      /* the training started; the watch starts with the first */
+	EV_STOP,        /* the coordinator said stop */
+	EV_SIGNAL,      /* the agent got a signal that stops the training */
+	EV_GRACE,       /* the checkpoint's grace is over */
+	EV_EXIT,        /* the training exited (reaped) */
+	EV_RESULT,      /* the attempt's result goes out */
+	EV_RESTART,     /* the next attempt */
+	EV_CHECKPOINT,  /* the checkpoint signal goes to the training */
+	EV_FINAL,       /* the job is over */
+};
+
+static const char *const phase_names[] = {
+	[PH_IDLE] = "idle", [PH_RUNNING] = "running", [PH_STOPPING] = "stopping",
+	[PH_DRAINING] = "draining", [PH_REPORTED] = "reported",
+	[PH_UNASKED] = "unasked", [PH_SAVING] = "saving", [PH_JUDGED] = "judged",
+	[PH_UNWATCHED] = "unwatched", [PH_WATCHING] = "watching", [PH_QUIET] = "quiet",
+};
+
+static const char *const event_names[] = {
+	[EV_LAUNCH] = "launch", [EV_STOP] = "stop", [EV_SIGNAL] = "signal",
+	[EV_GRACE] = "grace", [EV_EXIT] = "exit", [EV_RESULT] = "result",
+	[EV_RESTART] = "restart", [EV_CHECKPOINT] = "checkpoint", [EV_FINAL] = "final",
+};
+
+static const struct transition {
+	enum event event;
+	enum phase from, to;
+} transitions[] = {
+	/* the training */
+	{ EV_LAUNCH, PH_IDLE, PH_RUNNING },
+	{ EV_RESULT, PH_IDLE, PH_REPORTED },      /* nothing runs here, or it cannot start */
+	{ EV_STOP, PH_RUNNING, PH_STOPPING },
+	{ EV_SIGNAL, PH_RUNNING, PH_STOPPING },
+	{ EV_GRACE, PH_RUNNING, PH_STOPPING },
+	{ EV_EXIT, PH_RUNNING, PH_DRAINING },
+	{ EV_EXIT, PH_STOPPING, PH_DRAINING },
+	{ EV_RESULT, PH_DRAINING, PH_REPORTED },
+	{ EV_RESTART, PH_RUNNING, PH_IDLE },
+	{ EV_RESTART, PH_STOPPING, PH_IDLE },
+	{ EV_RESTART, PH_DRAINING, PH_IDLE },
+	{ EV_RESTART, PH_REPORTED, PH_IDLE },
+	/* its checkpoint */
+	{ EV_CHECKPOINT, PH_UNASKED, PH_SAVING },
+	{ EV_GRACE, PH_SAVING, PH_JUDGED },
+	{ EV_RESULT, PH_SAVING, PH_JUDGED },
+	{ EV_RESTART, PH_SAVING, PH_UNASKED },
+	{ EV_RESTART, PH_JUDGED, PH_UNASKED },
+	/* the watch */
+	{ EV_LAUNCH, PH_UNWATCHED, PH_WATCHING },
+	{ EV_FINAL, PH_UNWATCHED, PH_QUIET },
+	{ EV_FINAL, PH_WATCHING, PH_QUIET },
+};
+
 struct node {
 	struct node_opts o;
 	const struct run_opts *ro;
@@ -62,11 +145,13 @@ struct node {
 	bool member;
 	struct rundir rundir;     /* hostfiles (deepspeed, horovod); removed by node_free() */
 
+	/* the lifecycle: the training, its checkpoint, the watch */
+	enum phase phase, ckpt, watch;
+
 	/* this attempt's training */
 	struct mode_launch launch;
 	struct mode_node *mnodes;
 	struct child *child;
-	bool exited, stopping, ckpt_sent, result_sent;
 	int agent_signal;
 	char start_error[512];
 	int start_code;
@@ -82,14 +167,13 @@ struct node {
 
 	/* the checkpoint's evidence (--ckpt-confirm) and verdict */
 	struct ckpt_confirm *confirm;
-	bool verdict_given, confirmed;
+	bool confirmed;
 	char confirm_why[200];
 
 	const char **slot_vendors;    /* each slot's vendor, for the visible-device lists */
 	bool said_warning;
 
 	/* heartbeats and the inspection */
-	bool started, quiet;
 	struct loop_timer *beat_timer, *inspect_timer;
 	struct inspect *insp;
 	struct vhealth_monitor *vmon; /* the boards, as the vendors' libraries see them */
@@ -97,16 +181,47 @@ struct node {
 	size_t nreported;
 };
 
-/* Set what the streams scan: every line while a checkpoint's evidence may be in any. */
-static void
-scan_for_evidence(struct node *n)
-{
-	bool every = n->ckpt_sent && !n->verdict_given;
+/* ---- the lifecycle ---------------------------------------------------------------- */
 
+/* What a phase entered asks of the streams: a checkpoint's evidence may be in any line. */
+static void
+entered(struct node *n, enum phase p)
+{
+	if (p != PH_UNASKED && p != PH_SAVING && p != PH_JUDGED)
+		return;
 	if (n->out)
-		stream_scan_every_line(n->out, every);
+		stream_scan_every_line(n->out, p == PH_SAVING);
 	if (n->err)
-		stream_scan_every_line(n->err, every);
+		stream_scan_every_line(n->err, p == PH_SAVING);
+}
+
+/*
+ * EV moves the part of the lifecycle at *AT (one of N's phases) by its
+ * row of transitions[]; false, said at debug level, when there is none.
+ */
+static bool
+step(struct node *n, enum phase *at, enum event ev)
+{
+	for (size_t i = 0; i < sizeof(transitions) / sizeof(transitions[0]); i++) {
+		const struct transition *t = &transitions[i];
+
+		if (t->event == ev && t->from == *at) {
+			LOG_DEBUG("node: %s -> %s (%s)", phase_names[*at], phase_names[t->to],
+			          event_names[ev]);
+			*at = t->to;
+			entered(n, t->to);
+			return true;
+		}
+	}
+	LOG_DEBUG("node: %s: no transition on %s, refused", phase_names[*at], event_names[ev]);
+	return false;
+}
+
+/* The training runs: launched, and neither exited nor given up. */
+static bool
+alive(const struct node *n)
+{
+	return n->phase == PH_RUNNING || n->phase == PH_STOPPING;
 }
 
 /* ---- messages to the coordinator -------------------------------------------- */
@@ -133,10 +248,8 @@ send_msg(struct node *n, struct msg *m)
 static void
 judge_checkpoint(struct node *n, bool exited)
 {
-	if (!n->ckpt_sent || n->verdict_given)
+	if (!step(n, &n->ckpt, exited ? EV_RESULT : EV_GRACE))
 		return;
-	n->verdict_given = true;
-	scan_for_evidence(n);
 	n->confirmed = ckpt_confirm_verdict(n->confirm, exited,
 	                                    exited ? child_wait_status(n->child) : 0,
 	                                    n->ro->ckpt_signal, n->confirm_why,
@@ -205,10 +318,10 @@ send_result(struct node *n, bool idle)
 	struct msg m = { .kind = MSG_RESULT };
 	struct msg_result *r = &m.u.result;
 	const char *tail[TAIL_LINES];
+	bool exited = n->phase == PH_DRAINING;
 
-	if (n->result_sent)
+	if (!step(n, &n->phase, EV_RESULT))
 		return;
-	n->result_sent = true;
 	r->node = n->name;
 	r->attempt = n->attempt;
 	r->idle = idle;
@@ -225,8 +338,9 @@ send_result(struct node *n, bool idle)
 		if (WIFSIGNALED(st))
 			r->signal = WTERMSIG(st);
 	}
-	if (n->ckpt_sent) {
-		judge_checkpoint(n, n->exited);
+	if (n->ckpt != PH_UNASKED) {
+		if (n->ckpt == PH_SAVING)
+			judge_checkpoint(n, exited);
 		r->ckpt = true;
 		r->ckpt_confirmed = n->confirmed;
 		r->ckpt_why = n->confirm_why;
@@ -271,7 +385,7 @@ out_line(void *arg, const char *line, size_t len)
 {
 	struct node *n = arg;
 
-	if (n->ckpt_sent && !n->verdict_given)
+	if (n->ckpt == PH_SAVING)
 		(void)ckpt_confirm_line(n->confirm, line, len);
 	/* Only the lines that end like a timing line go on: the test is
 	 * inline, and the lines handed out while a checkpoint is confirmed
@@ -369,7 +483,7 @@ open_streams(struct node *n)
 static void
 maybe_done(struct node *n)
 {
-	if (!n->exited || stream_is_open(n->out) || stream_is_open(n->err))
+	if (n->phase != PH_DRAINING || stream_is_open(n->out) || stream_is_open(n->err))
 		return;
 	loop_del_timer(n->loop, n->drain_timer);
 	loop_del_timer(n->loop, n->kill_timer);
@@ -399,7 +513,8 @@ on_drain_timeout(struct loop *l, void *arg)
 static void
 on_child_exit(struct node *n)
 {
-	n->exited = true;
+	if (!step(n, &n->phase, EV_EXIT))
+		return;
 	loop_del_timer(n->loop, n->kill_timer);
 	n->kill_timer = NULL;
 	if (stream_is_open(n->out) || stream_is_open(n->err))
@@ -414,34 +529,36 @@ on_kill_timeout(struct loop *l, void *arg)
 
 	(void)l;
 	n->kill_timer = NULL;
-	if (n->child && !n->exited) {
+	if (alive(n)) {
 		LOG_WARN("the training did not end when told to: killing it");
 		(void)child_signal(n->child, SIGKILL);
 	}
 	return LOOP_NOMORE;
 }
 
-/* Stop this node's training: SIG to its group now, KILL after KILL_MS. */
+/*
+ * Stop this node's training (EV says why): SIG to its group now, KILL
+ * after KILL_MS; SIG again to a training already stopping.
+ */
 static void
-stop_after(struct node *n, int sig, long kill_ms)
+stop_after(struct node *n, enum event ev, int sig, long kill_ms)
 {
-	if (!n->child || n->exited) {
-		if (!n->child)
-			send_result(n, !n->start_error[0]);
+	if (!n->child) {
+		send_result(n, !n->start_error[0]);
 		return;
 	}
+	if (!alive(n))
+		return;
 	(void)child_signal(n->child, sig);
-	if (!n->stopping) {
-		n->stopping = true;
+	if (step(n, &n->phase, ev))
 		n->kill_timer = loop_add_timer(n->loop, kill_ms, on_kill_timeout, n);
-	}
 }
 
 /* ... KILL after the grace period. */
 static void
-stop(struct node *n, int sig)
+stop(struct node *n, enum event ev, int sig)
 {
-	stop_after(n, sig, (long)(n->ro->grace_s * 1000));
+	stop_after(n, ev, sig, (long)(n->ro->grace_s * 1000));
 }
 
 /* The checkpoint's grace is over: the training saved or not, it stops now. */
@@ -452,11 +569,11 @@ on_ckpt_grace(struct loop *l, void *arg)
 
 	(void)l;
 	n->ckpt_timer = NULL;
-	if (n->child && !n->exited) {
+	if (alive(n)) {
 		judge_checkpoint(n, false);
 		LOG_WARN("the training did not exit within %.0f s of the checkpoint signal: "
 		         "stopping it", n->ro->grace_s);
-		stop_after(n, SIGTERM, STOP_AFTER_CKPT_MS);
+		stop_after(n, EV_GRACE, SIGTERM, STOP_AFTER_CKPT_MS);
 	}
 	return LOOP_NOMORE;
 }
@@ -465,10 +582,8 @@ on_ckpt_grace(struct loop *l, void *arg)
 static void
 checkpoint(struct node *n)
 {
-	if (!n->child || n->exited || n->ckpt_sent)
+	if (!alive(n) || !step(n, &n->ckpt, EV_CHECKPOINT))
 		return;
-	n->ckpt_sent = true;
-	scan_for_evidence(n);
 	LOG_INFO("checkpoint: %s to the training", sig_name(n->ro->ckpt_signal));
 	ckpt_confirm_start(n->confirm);
 	(void)child_signal(n->child, n->ro->ckpt_signal);
@@ -484,7 +599,7 @@ on_heartbeat(struct loop *l, void *arg)
 	struct msg m = { .kind = MSG_HEARTBEAT };
 
 	(void)l;
-	if (n->quiet) {
+	if (n->watch == PH_QUIET) {
 		n->beat_timer = NULL;
 		return LOOP_NOMORE;
 	}
@@ -558,7 +673,7 @@ on_boards(struct loop *l, int fd, short revents, void *arg)
 	(void)l;
 	(void)fd;
 	(void)revents;
-	if (!n->quiet)
+	if (n->watch != PH_QUIET)
 		take_board_findings(n);
 }
 
@@ -602,7 +717,7 @@ on_inspect(struct loop *l, void *arg)
 	int rc;
 
 	(void)l;
-	if (n->quiet) {
+	if (n->watch == PH_QUIET) {
 		n->inspect_timer = NULL;
 		return LOOP_NOMORE;
 	}
@@ -644,9 +759,9 @@ start_watching(struct node *n)
 {
 	int rc;
 
-	if (n->started)
+	if (n->watch != PH_UNWATCHED)
 		return 0;
-	n->started = true;
+	(void)step(n, &n->watch, EV_LAUNCH);
 	if (n->o.heartbeat) {
 		/* The first beat between half an interval and one, spread by
 		 * rank (Knuth's multiplicative hash scatters consecutive ranks
@@ -888,6 +1003,7 @@ start_training(struct node *n)
 		rc = -ENOMEM;
 		goto fail;
 	}
+	(void)step(n, &n->phase, EV_LAUNCH);
 	return 0;
 fail:
 	/* a training whose output goes nowhere does not run unseen */
@@ -1002,9 +1118,11 @@ restart(struct node *n, const struct msg_command *c)
 	loop_del_timer(n->loop, n->ckpt_timer);
 	n->kill_timer = n->drain_timer = n->ckpt_timer = NULL;
 	discard_training(n);
-	n->exited = n->stopping = n->ckpt_sent = n->result_sent = false;
-	n->verdict_given = n->confirmed = false;
-	scan_for_evidence(n);
+	if (n->phase != PH_IDLE)
+		(void)step(n, &n->phase, EV_RESTART);
+	if (n->ckpt != PH_UNASKED)
+		(void)step(n, &n->ckpt, EV_RESTART);
+	n->confirmed = false;
 	n->confirm_why[0] = '\0';
 	n->agent_signal = 0;
 	n->start_error[0] = '\0';
@@ -1025,7 +1143,7 @@ node_command(struct node *n, const struct msg_command *c)
 	switch (c->command) {
 	case MSG_CMD_STOP:
 		LOG_INFO("stopping: %s", c->reason ? c->reason : "the coordinator said so");
-		stop(n, SIGTERM);
+		stop(n, EV_STOP, SIGTERM);
 		break;
 	case MSG_CMD_CHECKPOINT:
 		checkpoint(n);
@@ -1054,7 +1172,7 @@ node_signal(struct node *n, int sig)
 {
 	switch (sig) {
 	case SIGCHLD:
-		if (n->child && !n->exited) {
+		if (alive(n)) {
 			int rc = child_reap(n->child);
 
 			if (rc < 0)
@@ -1068,7 +1186,7 @@ node_signal(struct node *n, int sig)
 		}
 		break;
 	case SIGTERM:
-		if (n->ro->resume && n->child && !n->exited && !n->ckpt_sent) {
+		if (n->ro->resume && alive(n) && n->ckpt == PH_UNASKED) {
 			/* mpirun or the batch system ends the job: under --resume
 			 * the training saves first (the checkpoint signal, the
 			 * grace, then TERM), as far as they let it (mpirun's
@@ -1086,8 +1204,8 @@ node_signal(struct node *n, int sig)
 		LOG_INFO("got %s: stopping the training", sig_name(sig));
 		if (!n->agent_signal)
 			n->agent_signal = sig;
-		if (n->started)
-			stop(n, sig == SIGQUIT ? SIGTERM : sig);
+		if (n->phase != PH_IDLE)
+			stop(n, EV_SIGNAL, sig == SIGQUIT ? SIGTERM : sig);
 		break;
 	default:
 		if (n->ro->resume && sig == n->ro->ckpt_signal) {
@@ -1102,7 +1220,7 @@ node_signal(struct node *n, int sig)
 			m.u.note.node = n->name;
 			m.u.note.signal = sig;
 			send_msg(n, &m);
-		} else if (n->child && !n->exited) {
+		} else if (alive(n)) {
 			(void)child_signal(n->child, forwarded(n->ro, sig));
 		}
 		break;
@@ -1122,6 +1240,9 @@ node_new(const struct node_opts *o, struct loop *l, const struct node_ops *ops)
 	n->ro = o->run;
 	n->loop = l;
 	n->ops = *ops;
+	n->phase = PH_IDLE;
+	n->ckpt = PH_UNASKED;
+	n->watch = PH_UNWATCHED;
 	n->name = strdup(o->name ? o->name : "?");
 	n->slot_vendors = calloc(o->nslots + 1, sizeof(*n->slot_vendors));
 	if (!n->name || !n->slot_vendors ||
@@ -1138,7 +1259,7 @@ node_new(const struct node_opts *o, struct loop *l, const struct node_ops *ops)
 bool
 node_waiting(const struct node *n)
 {
-	return n->result_sent;
+	return n->phase == PH_REPORTED;
 }
 
 bool
@@ -1175,7 +1296,8 @@ node_member_slots(const struct node *n, int i)
 void
 node_quiet(struct node *n)
 {
-	n->quiet = true;
+	if (n->watch != PH_QUIET)
+		(void)step(n, &n->watch, EV_FINAL);
 	if (n->vmon) {
 		(void)loop_del_fd(n->loop, vhealth_monitor_fd(n->vmon));
 		vhealth_monitor_free(n->vmon);
@@ -1184,7 +1306,7 @@ node_quiet(struct node *n)
 	loop_del_timer(n->loop, n->beat_timer);
 	loop_del_timer(n->loop, n->inspect_timer);
 	n->beat_timer = n->inspect_timer = NULL;
-	if (n->child && !n->exited) {
+	if (alive(n)) {
 		LOG_WARN("the job ended before this node's training: stopping it");
 		(void)child_signal(n->child, SIGKILL);
 	}

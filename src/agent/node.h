@@ -13,6 +13,11 @@
  * Everything runs from the agent's loop: a slow reader of our output
  * slows the training (back-pressure), never the loop.
  *
+ * Its lifecycle is a table of transitions (node.c), each logged by name
+ * at debug level: the training (idle, running, stopping, draining,
+ * reported), its checkpoint (unasked, saving, judged) and the watch
+ * (unwatched, watching, quiet).
+ *
  * Messages leave through ops->send; MPI is not called here.  Owns the
  * child, the streams and its timers; the loop and the configuration are
  * borrowed.
