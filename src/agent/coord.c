@@ -22,6 +22,7 @@
 
 #include "vigil.h"
 #include "agent/coord.h"
+#include "agent/stall.h"
 #include "lib/sig.h"
 #include "lib/util.h"
 
@@ -978,24 +979,15 @@ isolated(struct coord *c, int silent, double now)
 
 /*
  * The heartbeat scan.  The coordinator judges silence only when it was
- * itself on time: a gap since the last scan longer than this means it
- * was stopped or starved, and what looks like silence may be messages it
- * has not read yet.
+ * itself on time (stall.h): after a scan that came late, what looks like
+ * silence may be messages it has not read yet.
  */
-static double
-stall_limit(const struct coord *c)
-{
-	double a = 2 * c->o.heartbeat_s, b = c->o.heartbeat_timeout_s / 2;
-
-	return a < b ? a : b;
-}
-
 static void
 scan(struct coord *c, double now)
 {
 	int live = 0, silent = 0;
 
-	if (c->last_scan >= 0 && now - c->last_scan > stall_limit(c)) {
+	if (stall_late(c->last_scan, now, c->o.heartbeat_s, c->o.heartbeat_timeout_s)) {
 		cJSON *d = cJSON_CreateObject();
 		char msg[256];
 

@@ -168,7 +168,8 @@ void coord_alert(struct coord *c, int rank, const char *message, double now);
  * negative value when none is pending; call again then (or earlier).
  *
  * A coordinator that was itself late blames nobody: when the scans are
- * further apart than twice the heartbeat interval (the agent was stopped,
+ * further apart than the stall limit (stall.h: twice the heartbeat
+ * interval, or half the timeout if that is less; the agent was stopped,
  * swapped out, starved of CPU), every node is given a fresh timeout from
  * NOW instead of being judged on silence the coordinator could not hear.
  */

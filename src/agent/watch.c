@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "agent/stall.h"
 #include "agent/watch.h"
 
 /* The coordinator's silence that ends the job: this many node timeouts. */
@@ -103,26 +104,18 @@ watch_suspect(struct watch *w, int rank, double now)
 	return majority(w);
 }
 
-/* Judge silence only when this node was on time itself. */
-static double
-stall_limit(const struct watch *w)
-{
-	double a = 2 * w->o.heartbeat_s, b = w->o.heartbeat_timeout_s / 2;
-
-	return a < b ? a : b;
-}
-
 enum watch_action
 watch_tick(struct watch *w, double now)
 {
-	double gap = now - w->last_check;
+	/* silence is judged only when this node was on time itself (stall.h) */
+	bool late = stall_late(w->last_check, now, w->o.heartbeat_s, w->o.heartbeat_timeout_s);
 	enum watch_action a;
 
 	w->last_check = now;
 	if (w->o.self == w->o.coordinator)
 		return WATCH_NONE;
 	if (!w->lost) {
-		if (gap > stall_limit(w)) {
+		if (late) {
 			w->heard = now;  /* late ourselves: the coordinator gets a fresh timeout */
 			return WATCH_NONE;
 		}

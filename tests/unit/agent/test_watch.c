@@ -1,6 +1,7 @@
 /*
  * test_watch.c - a node's watch on its coordinator and the successor's
- * majority, with a fake clock.
+ * majority, with a fake clock; and the stall rule the watch shares with
+ * the coordinator (stall.h).
  */
 #include "autoconf.h"
 
@@ -8,6 +9,7 @@
 
 #include <errno.h>
 
+#include "agent/stall.h"
 #include "agent/watch.h"
 
 static struct watch *
@@ -178,6 +180,23 @@ test_coordinator_watches_nothing(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
+/* The one stall rule: late past the smaller of 2 heartbeats and half the timeout. */
+static void
+test_stall_rule(void **state)
+{
+	(void)state;
+	/* heartbeat 5 s, timeout 30 s: 2 x 5 = 10 < 15 */
+	assert_true(stall_limit(5, 30) == 10);
+	assert_false(stall_late(0, 10, 5, 30));
+	assert_true(stall_late(0, 10.5, 5, 30));
+	/* heartbeat 0.5 s, timeout 1.5 s: 0.75 < 1 */
+	assert_true(stall_limit(0.5, 1.5) == 0.75);
+	assert_false(stall_late(3, 3.75, 0.5, 1.5));
+	assert_true(stall_late(3, 3.8, 0.5, 1.5));
+	/* no check before: nothing to be late after */
+	assert_false(stall_late(-1, 1000, 5, 30));
+}
+
 int
 main(void)
 {
@@ -191,6 +210,7 @@ main(void)
 		cmocka_unit_test(test_suspects_only_count_at_successor),
 		cmocka_unit_test(test_two_nodes_never_take_over),
 		cmocka_unit_test(test_coordinator_watches_nothing),
+		cmocka_unit_test(test_stall_rule),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
