@@ -7,7 +7,8 @@
  * already stopping" or "a second stop" are ignored.  The decisions that
  * lead to an event (is this a fault? may the training start again?) are
  * in the functions below the table; what a phase does on entry is in
- * enter().
+ * enter().  The final report and the lines that end the job are rendered
+ * in coord_report.c.
  */
 #include "autoconf.h"
 
@@ -22,6 +23,7 @@
 
 #include "vigil.h"
 #include "agent/coord.h"
+#include "agent/coord_priv.h"
 #include "agent/stall.h"
 #include "lib/sig.h"
 #include "lib/util.h"
@@ -32,8 +34,6 @@
 #define STOP_AFTER_CKPT_S 5.0
 /* Failed nodes whose stderr tail is kept for the report; the rest keep none. */
 #define TAILS_KEPT 64
-/* Nodes named in a line for people before "(+N more)". */
-#define NAMES_IN_LINE 8
 
 enum coord_event {
 	EV_CHECKPOINT,   /* every healthy training saves */
@@ -77,72 +77,10 @@ static const struct transition {
 	{ EV_NOGO, COORD_RUNNING, COORD_DONE },
 };
 
-/* One rank as the coordinator knows it. */
-struct cnode {
-	char *host;          /* from its pre-check report */
-	char *addr;          /* MASTER_ADDR when it is the first member */
-	int slots;
-	double last_seen;    /* when it was last heard from */
-	bool member;         /* runs a training in this attempt */
-	bool faulty;         /* to avoid next time (sbatch --exclude) */
-	bool lost;           /* silent past the timeout, or never reported */
-	bool reported;       /* counted for this attempt: its result is in, or it is lost */
-	bool have_result;    /* its result for this attempt arrived */
-	/* the result */
-	bool idle;
-	int exit_code, signal, agent_signal;
-	double seconds;
-	char *error;         /* could not start: why */
-	bool ckpt, ckpt_confirmed;  /* the checkpoint signal was sent; a save was seen */
-	char *ckpt_why;
-	char **tail;         /* last stderr lines, kept for failures only */
-	int ntail;
-	double output_lost;  /* bytes of its training's output it could not pass on */
-};
-
-struct coord {
-	struct coord_opts o;
-	struct coord_ops ops;
-	struct cnode *nodes;
-	int n;
-	enum coord_phase phase;
-	double t0;
-
-	int nreported;       /* ranks reported or lost, this attempt */
-	int nresults;        /* results that arrived, this attempt */
-	int nlost;
-	int ntails;          /* failed nodes whose tail is kept */
-	bool never_arrived;  /* a rank sent no pre-check report: MPI_Finalize unsafe */
-
-	/* how the current attempt ends */
-	int first_fail;      /* the rank whose training failed first, or -1 */
-	int end_code;        /* 81 requeue, 83 expired, 84 lost, 80 no-go; 0 */
-	char end_reason[512];
-	bool restart_wanted; /* start again once every result is in */
-	int restarts;
-	cJSON *attempts;     /* what ended each earlier attempt */
-
-	/* deadlines, on the caller's clock; < 0: none */
-	double next_scan, last_scan;
-	double next_beat;
-	double lost_deadline;
-	double limit_end;
-	bool limit_fired;
-
-	/* the plan handed to the caller */
-	struct msg_node *plan_nodes;
-	int *plan_members;
-	char *master_addr;
-	int master_port;
-	char plan_message[512];
-};
-
 /* ---- small helpers -------------------------------------------------------- */
 
-static void say(struct coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-say(struct coord *c, const char *fmt, ...)
+void
+coord_say(struct coord *c, const char *fmt, ...)
 {
 	char line[1024];
 	va_list ap;
@@ -154,9 +92,9 @@ say(struct coord *c, const char *fmt, ...)
 		c->ops.say(c->ops.arg, line);
 }
 
-static void
-event(struct coord *c, int rank, const char *kind, const char *severity, const char *msg,
-      cJSON *details)
+void
+coord_emit(struct coord *c, int rank, const char *kind, const char *severity, const char *msg,
+           cJSON *details)
 {
 	if (c->ops.event)
 		c->ops.event(c->ops.arg, coord_host(c, rank), rank, kind, severity, msg, details);
@@ -243,15 +181,15 @@ enter(struct coord *c, enum coord_phase p, double now)
 {
 	switch (p) {
 	case COORD_CHECKPOINTING:
-		say(c, "vigil: checkpoint: %s", c->end_reason);
+		coord_say(c, "vigil: checkpoint: %s", c->end_reason);
 		command_running(c, MSG_CMD_CHECKPOINT, c->end_reason);
-		event(c, c->o.self, VIGIL_EVENT_CHECKPOINT, VIGIL_SEVERITY_WARNING, c->end_reason,
+		coord_emit(c, c->o.self, VIGIL_EVENT_CHECKPOINT, VIGIL_SEVERITY_WARNING, c->end_reason,
 		      NULL);
 		c->lost_deadline = now + c->o.grace_s + STOP_AFTER_CKPT_S + LOST_AFTER_STOP_S;
 		break;
 	case COORD_STOPPING:
 		command_running(c, MSG_CMD_STOP, c->end_reason);
-		event(c, c->o.self, VIGIL_EVENT_STOP, VIGIL_SEVERITY_WARNING, c->end_reason, NULL);
+		coord_emit(c, c->o.self, VIGIL_EVENT_STOP, VIGIL_SEVERITY_WARNING, c->end_reason, NULL);
 		c->lost_deadline = now + c->o.grace_s + LOST_AFTER_STOP_S;
 		break;
 	case COORD_RESTARTING:
@@ -336,7 +274,7 @@ trouble(struct coord *c, int rank, const char *why, double now)
 		snprintf(c->end_reason, sizeof(c->end_reason), "%s", why);
 		stop(c, why, now);
 	} else {
-		say(c, "vigil: %s (neither --resume nor --min-nodes: the training goes on)", why);
+		coord_say(c, "vigil: %s (neither --resume nor --min-nodes: the training goes on)", why);
 	}
 }
 
@@ -423,7 +361,7 @@ say_gather(struct coord *c, const struct gather *g)
 	if (fclose(f) == 0 && len > 0) {
 		if (text[len - 1] == '\n')
 			text[len - 1] = '\0';
-		say(c, "%s", text);
+		coord_say(c, "%s", text);
 	}
 	free(text);
 }
@@ -431,7 +369,7 @@ say_gather(struct coord *c, const struct gather *g)
 static void
 no_go(struct coord *c, int code, const char *msg, double now, struct msg_plan *plan)
 {
-	say(c, "vigil: %s", msg);
+	coord_say(c, "vigil: %s", msg);
 	snprintf(c->plan_message, sizeof(c->plan_message), "%s", msg);
 	snprintf(c->end_reason, sizeof(c->end_reason), "%s", msg);
 	c->end_code = code;
@@ -602,7 +540,7 @@ check_names(struct coord *c, double now, struct msg_plan *plan)
 	if (n <= 0)
 		return n;
 	if (!c->o.unique_hosts) {
-		say(c, "vigil: warning: agents share a host name (%s): the report and the exclude "
+		coord_say(c, "vigil: warning: agents share a host name (%s): the report and the exclude "
 		    "list cannot tell them apart; start one agent per node (mpirun --map-by "
 		    "ppr:1:node), or give each agent its own name with VIGIL_NODE_NAME", names);
 		return 0;
@@ -650,7 +588,7 @@ coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan 
 			return 0;
 		}
 		/* the platform's elastic training: start on the healthy nodes */
-		say(c, "vigil: %d of %d node%s not ready: starting on the %d healthy node%s "
+		coord_say(c, "vigil: %d of %d node%s not ready: starting on the %d healthy node%s "
 		    "(--min-nodes %d)", blocked, c->n, util_plural(c->n), c->n - blocked,
 		    util_plural(c->n - blocked), c->o.min_nodes);
 	}
@@ -698,14 +636,14 @@ coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members, in
 		n->lost = n->reported = n->faulty = true;
 		c->nlost++;
 		c->nreported++;
-		event(c, lost, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, NULL);
+		coord_emit(c, lost, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, NULL);
 	}
 	/* it cannot be asked to finalize, or to take part in anything else */
 	c->never_arrived = true;
 	c->last_scan = now;
 	c->next_scan = now + c->o.heartbeat_s / 2;
 	c->next_beat = now + c->o.heartbeat_s;
-	say(c, "vigil: %s (rank %d) takes over as the coordinator: %s", coord_host(c, c->o.self),
+	coord_say(c, "vigil: %s (rank %d) takes over as the coordinator: %s", coord_host(c, c->o.self),
 	    c->o.self, why);
 	if (c->o.resume) {
 		checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
@@ -774,7 +712,7 @@ exit_event(struct coord *c, int rank)
 	if (n->error)
 		cJSON_AddStringToObject(d, "error", n->error);
 	snprintf(msg, sizeof(msg), "training ended with status %d", n->exit_code);
-	event(c, rank, VIGIL_EVENT_EXIT, n->exit_code ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_INFO,
+	coord_emit(c, rank, VIGIL_EVENT_EXIT, n->exit_code ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_INFO,
 	      msg, d);
 }
 
@@ -857,7 +795,7 @@ take_finding(struct coord *c, int rank, const char *node, const struct finding *
 		             fail ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_WARNING, msg, d);
 	else
 		cJSON_Delete(d);
-	say(c, "vigil: %s (rank %d): %s%s", node, rank, fail ? "fault: " : "warning: ", msg);
+	coord_say(c, "vigil: %s (rank %d): %s%s", node, rank, fail ? "fault: " : "warning: ", msg);
 	if (fail)
 		snprintf(why, whylen, "%.100s (rank %d): %.380s", node, rank, msg);
 	return fail;
@@ -924,9 +862,9 @@ declare_lost(struct coord *c, int rank, double now)
 	}
 	snprintf(why, sizeof(why), "%s (rank %d) lost: no heartbeat for %.1f s", n->host, rank,
 	         now - n->last_seen);
-	say(c, "vigil: %s", why);
+	coord_say(c, "vigil: %s", why);
 	cJSON_AddNumberToObject(d, "silent_s", now - n->last_seen);
-	event(c, rank, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, d);
+	coord_emit(c, rank, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, d);
 	if (n->have_result) {
 		/* Its training had ended; the agent is gone before the job's
 		 * end.  Avoided next time, and nobody may wait for it in
@@ -953,9 +891,9 @@ isolated(struct coord *c, int silent, double now)
 	snprintf(c->end_reason, sizeof(c->end_reason), "%s (rank %d), the coordinator, lost "
 	         "contact with all %d other nodes at once: it is the node cut off", self->host,
 	         c->o.self, silent);
-	say(c, "vigil: %s", c->end_reason);
+	coord_say(c, "vigil: %s", c->end_reason);
 	cJSON_AddNumberToObject(d, "silent_nodes", silent);
-	event(c, c->o.self, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, c->end_reason, d);
+	coord_emit(c, c->o.self, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, c->end_reason, d);
 	self->faulty = true;
 	for (int r = 0; r < c->n; r++) {
 		struct cnode *n = &c->nodes[r];
@@ -994,9 +932,9 @@ scan(struct coord *c, double now)
 		snprintf(msg, sizeof(msg), "the coordinator was stalled for %.1f s: every node gets "
 		         "a fresh %.0f s before it is judged", now - c->last_scan,
 		         c->o.heartbeat_timeout_s);
-		say(c, "vigil: %s", msg);
+		coord_say(c, "vigil: %s", msg);
 		cJSON_AddNumberToObject(d, "stalled_s", now - c->last_scan);
-		event(c, c->o.self, VIGIL_EVENT_STALL, VIGIL_SEVERITY_WARNING, msg, d);
+		coord_emit(c, c->o.self, VIGIL_EVENT_STALL, VIGIL_SEVERITY_WARNING, msg, d);
 		for (int r = 0; r < c->n; r++)
 			coord_heard(c, r, now);
 	}
@@ -1039,8 +977,8 @@ results_overdue(struct coord *c)
 
 		snprintf(why, sizeof(why), "%s (rank %d) did not report within %.0f s of being "
 		         "told to end its training", n->host, r, c->o.grace_s + LOST_AFTER_STOP_S);
-		say(c, "vigil: %s", why);
-		event(c, r, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, NULL);
+		coord_say(c, "vigil: %s", why);
+		coord_emit(c, r, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, NULL);
 		n->lost = n->reported = n->faulty = true;
 		c->nlost++;
 		c->nreported++;
@@ -1179,7 +1117,7 @@ restart_all(struct coord *c, double now)
 		nmembers += n->member;
 	}
 	if (nmembers == 0 || (c->o.min_nodes > 0 && nmembers < c->o.min_nodes)) {
-		say(c, "vigil: cannot start again: %d healthy node%s left%s", nmembers,
+		coord_say(c, "vigil: cannot start again: %d healthy node%s left%s", nmembers,
 		    util_plural(nmembers), c->o.min_nodes > 0 ? ", fewer than --min-nodes" : "");
 		if (!c->end_code && !crash)
 			c->end_code = VIGIL_EXIT_INTERNAL;
@@ -1195,14 +1133,14 @@ restart_all(struct coord *c, double now)
 		return;
 	}
 	text = restart_command(c, nmembers);
-	say(c, "vigil: starting the training again (attempt %d) on %d node%s after: %.400s",
+	coord_say(c, "vigil: starting the training again (attempt %d) on %d node%s after: %.400s",
 	    c->restarts, nmembers, util_plural(nmembers), c->end_reason);
 	{
 		char msg[600];
 
 		snprintf(msg, sizeof(msg), "starting the training again (attempt %d) on %d node%s "
 		         "after: %.400s", c->restarts, nmembers, util_plural(nmembers), c->end_reason);
-		event(c, c->o.self, VIGIL_EVENT_RESTART, VIGIL_SEVERITY_WARNING, msg, NULL);
+		coord_emit(c, c->o.self, VIGIL_EVENT_RESTART, VIGIL_SEVERITY_WARNING, msg, NULL);
 	}
 	/* a fresh attempt: every live rank reports again */
 	c->nreported = c->nresults = 0;
@@ -1348,150 +1286,17 @@ coord_hold(const struct coord *c)
 	return coord_exit_code(c) != 0 ? c->o.hold_s : 0;
 }
 
-/* "n3 (rank 2) lost, n2 (rank 1) left out" for the nodes that did not train to the end. */
-static void
-left_out(const struct coord *c, char *buf, size_t len)
-{
-	size_t used = 0;
-	int named = 0, more = 0;
-
-	buf[0] = '\0';
-	for (int r = 0; r < c->n; r++) {
-		const struct cnode *n = &c->nodes[r];
-		int w;
-
-		if (n->member)
-			continue;
-		if (named == NAMES_IN_LINE) {
-			more++;
-			continue;
-		}
-		w = snprintf(buf + used, len - used, "%s%s (rank %d) %s", used ? ", " : "", n->host,
-		             r, n->lost ? "lost" : "left out");
-		if (w < 0 || used + (size_t)w >= len)
-			break;
-		used += (size_t)w;
-		named++;
-	}
-	if (more && used + 24 < len)
-		snprintf(buf + used, len - used, " (+%d more)", more);
-}
-
-/* The one line that says how the job ended. */
-static void
-final_line(const struct coord *c, const char *state, int code, double now, char *msg,
-           size_t len)
-{
-	if (c->end_code) {
-		snprintf(msg, len, "job %s (exit %d%s): %.400s", state, code,
-		         code == VIGIL_EXIT_REQUEUE ? ", requeue" :
-		         code == VIGIL_EXIT_NO_REQUEUE ? ", resumes exhausted: do not requeue" : "",
-		         c->end_reason);
-	} else if (c->first_fail >= 0) {
-		const struct cnode *n = &c->nodes[c->first_fail];
-
-		snprintf(msg, len, "job %s: %s (rank %d) %s %d after %.1f s%s", state, n->host,
-		         c->first_fail, n->error ? "could not start the training, status" :
-		         "ended first, with status", code, n->seconds,
-		         c->restarts ? " (no restarts left)" : "");
-	} else {
-		int m = coord_members(c);
-		char out[400];
-
-		left_out(c, out, sizeof(out));
-		if (m == c->n)
-			snprintf(msg, len, "job %s on %d node%s in %.1f s", state, m, util_plural(m),
-			         now - c->t0);
-		else
-			snprintf(msg, len, "job %s on %d of %d nodes in %.1f s; %s", state, m, c->n,
-			         now - c->t0, out);
-	}
-}
-
-/* One message for a failure to start shared by many nodes, not one per node. */
-static void
-say_start_errors(struct coord *c)
-{
-	for (int r = 0; r < c->n; r++) {
-		const struct cnode *n = &c->nodes[r];
-		int same = 0;
-		bool first = true;
-
-		if (!n->have_result || !n->error)
-			continue;
-		for (int k = 0; k < c->n; k++) {
-			if (!c->nodes[k].error || strcmp(c->nodes[k].error, n->error) != 0)
-				continue;
-			if (k < r)
-				first = false;
-			same++;
-		}
-		if (first)
-			say(c, "vigil: %s (on %d of %d node%s)", n->error, same, c->n, util_plural(c->n));
-	}
-}
-
-/* Trainings told to save that gave no evidence of it (ckpt.h). */
-static void
-say_unconfirmed(struct coord *c)
-{
-	for (int r = 0; r < c->n; r++) {
-		const struct cnode *n = &c->nodes[r];
-		char msg[400];
-		cJSON *d;
-
-		if (!n->have_result || !n->ckpt || n->ckpt_confirmed)
-			continue;
-		snprintf(msg, sizeof(msg), "checkpoint not confirmed on %s (rank %d): %s", n->host, r,
-		         n->ckpt_why ? n->ckpt_why : "no evidence of a save");
-		say(c, "vigil: %s", msg);
-		d = cJSON_CreateObject();
-		cJSON_AddBoolToObject(d, "confirmed", false);
-		event(c, r, VIGIL_EVENT_CHECKPOINT, VIGIL_SEVERITY_WARNING, msg, d);
-	}
-}
-
-/* 调试终端: where to look, while the allocation is held. */
-static void
-say_hold(struct coord *c)
-{
-	say(c, "vigil: holding the allocation for %.0f s for debugging (SIGTERM ends it)",
-	    c->o.hold_s);
-	for (int r = 0; r < c->n; r++) {
-		const struct cnode *n = &c->nodes[r];
-
-		if (!n->faulty && !n->lost && !(n->have_result && n->exit_code))
-			continue;
-		if (c->o.job_id)
-			say(c, "vigil:   %s (rank %d): srun --jobid=%s -w %s --pty bash", n->host, r,
-			    c->o.job_id, n->host);
-		else
-			say(c, "vigil:   %s (rank %d): ssh %s", n->host, r, n->host);
-	}
-}
-
 void
 coord_finish(struct coord *c, int cycles, double now)
 {
 	const char *state = coord_state(c);
 	int code = coord_exit_code(c);
 	struct msg m = { .kind = MSG_FINAL };
-	char msg[1024], *text;
-	cJSON *d = cJSON_CreateObject();
+	char *text;
 
 	if (c->phase != COORD_FINISHING)
 		return;
-	say_start_errors(c);
-	say_unconfirmed(c);
-	final_line(c, state, code, now, msg, sizeof(msg));
-	say(c, "vigil: %s", msg);
-	cJSON_AddStringToObject(d, "state", state);
-	cJSON_AddNumberToObject(d, "exit_code", code);
-	event(c, c->o.self, VIGIL_EVENT_JOB,
-	      strcmp(state, VIGIL_STATE_SUCCEEDED) ? VIGIL_SEVERITY_ERROR : VIGIL_SEVERITY_INFO,
-	      msg, d);
-	if (code != 0 && c->o.hold_s > 0)
-		say_hold(c);
+	coord_say_end(c, state, code, now);
 	m.u.final.exit_code = code;
 	m.u.final.state = state;
 	m.u.final.finalize = coord_finalize_safe(c);
@@ -1503,151 +1308,4 @@ coord_finish(struct coord *c, int cycles, double now)
 			send_text(c, r, MSG_FINAL, text);
 	free(text);
 	step(c, EV_FINISHED, now);
-}
-
-/* ---- the report -------------------------------------------------------------------- */
-
-static cJSON *
-tail_json(const struct cnode *n)
-{
-	cJSON *a = cJSON_CreateArray();
-
-	for (int i = 0; a && i < n->ntail; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(n->tail[i]));
-	return a;
-}
-
-static cJSON *
-node_json(const struct coord *c, int r)
-{
-	const struct cnode *n = &c->nodes[r];
-	cJSON *o = cJSON_CreateObject();
-
-	if (!o)
-		return NULL;
-	cJSON_AddStringToObject(o, "node", coord_host(c, r));
-	cJSON_AddNumberToObject(o, "rank", r);
-	if (!n->have_result) {
-		cJSON_AddStringToObject(o, "state", "lost");
-		return o;
-	}
-	cJSON_AddStringToObject(o, "state", n->idle ? "idle" :
-	                        n->exit_code ? VIGIL_STATE_ERROR : VIGIL_STATE_SUCCEEDED);
-	cJSON_AddNumberToObject(o, "exit_code", n->exit_code);
-	if (n->signal)
-		cJSON_AddStringToObject(o, "signal", sig_name(n->signal));
-	if (n->error)
-		cJSON_AddStringToObject(o, "error", n->error);
-	cJSON_AddNumberToObject(o, "seconds", n->seconds);
-	if (n->output_lost > 0)
-		cJSON_AddNumberToObject(o, "output_lost_bytes", n->output_lost);
-	if (n->tail)
-		cJSON_AddItemToObject(o, "stderr_tail", tail_json(n));
-	return o;
-}
-
-static void
-first_failure_json(const struct coord *c, cJSON *r)
-{
-	const struct cnode *n;
-	cJSON *ff;
-
-	if (c->first_fail < 0) {
-		cJSON_AddNullToObject(r, "first_failure");
-		return;
-	}
-	n = &c->nodes[c->first_fail];
-	ff = cJSON_AddObjectToObject(r, "first_failure");
-	cJSON_AddStringToObject(ff, "node", coord_host(c, c->first_fail));
-	cJSON_AddNumberToObject(ff, "rank", c->first_fail);
-	cJSON_AddNumberToObject(ff, "exit_code", n->exit_code);
-	if (n->signal)
-		cJSON_AddStringToObject(ff, "signal", sig_name(n->signal));
-	if (n->error)
-		cJSON_AddStringToObject(ff, "error", n->error);
-	if (n->tail)
-		cJSON_AddItemToObject(ff, "stderr_tail", tail_json(n));
-}
-
-/* "checkpoint": which nodes' trainings were told to save, and which gave no evidence. */
-static void
-checkpoint_json(const struct coord *c, cJSON *r)
-{
-	cJSON *ck = NULL, *conf = NULL, *unconf = NULL;
-
-	for (int k = 0; k < c->n; k++) {
-		const struct cnode *n = &c->nodes[k];
-		cJSON *x;
-
-		if (!n->have_result || !n->ckpt)
-			continue;
-		if (!ck) {
-			ck = cJSON_AddObjectToObject(r, "checkpoint");
-			conf = cJSON_AddArrayToObject(ck, "confirmed");
-			unconf = cJSON_AddArrayToObject(ck, "not_confirmed");
-		}
-		if (n->ckpt_confirmed) {
-			cJSON_AddItemToArray(conf, cJSON_CreateString(coord_host(c, k)));
-			continue;
-		}
-		x = cJSON_CreateObject();
-		cJSON_AddStringToObject(x, "node", coord_host(c, k));
-		cJSON_AddNumberToObject(x, "rank", k);
-		cJSON_AddStringToObject(x, "why", n->ckpt_why ? n->ckpt_why : "");
-		cJSON_AddItemToArray(unconf, x);
-	}
-}
-
-cJSON *
-coord_report(const struct coord *c, double now)
-{
-	cJSON *r = cJSON_CreateObject(), *nodes, *fn;
-	double lost = 0;
-
-	if (!r)
-		return NULL;
-	cJSON_AddStringToObject(r, "state", coord_state(c));
-	cJSON_AddNumberToObject(r, "exit_code", coord_exit_code(c));
-	cJSON_AddNumberToObject(r, "seconds", now - c->t0);
-	cJSON_AddNumberToObject(r, "nodes_total", c->n);
-	cJSON_AddNumberToObject(r, "nodes_trained", coord_members(c));
-	nodes = cJSON_AddArrayToObject(r, "nodes");
-	for (int k = 0; nodes && k < c->n; k++)
-		cJSON_AddItemToArray(nodes, node_json(c, k));
-	if (c->end_reason[0])
-		cJSON_AddStringToObject(r, "reason", c->end_reason);
-	fn = cJSON_AddArrayToObject(r, "faulty_nodes");
-	for (int k = 0; fn && k < c->n; k++)
-		if (c->nodes[k].faulty)
-			cJSON_AddItemToArray(fn, cJSON_CreateString(coord_host(c, k)));
-	cJSON_AddNumberToObject(r, "restarts", c->restarts);
-	cJSON_AddItemToObject(r, "attempts", cJSON_Duplicate(c->attempts, 1));
-	cJSON_AddNumberToObject(r, "resumes", c->o.resumes_done);
-	first_failure_json(c, r);
-	checkpoint_json(c, r);
-	/* a reader of the output that went away (`vigil run | head`): the
-	 * job went on, and the report says what was not seen */
-	for (int k = 0; k < c->n; k++)
-		lost += c->nodes[k].output_lost;
-	cJSON_AddNumberToObject(r, "output_lost_bytes", lost);
-	return r;
-}
-
-char *
-coord_exclude_list(const struct coord *c)
-{
-	size_t len = 1;
-	char *list, *p;
-
-	for (int r = 0; r < c->n; r++)
-		if (c->nodes[r].faulty)
-			len += strlen(coord_host(c, r)) + 1;
-	list = p = malloc(len);
-	if (!list)
-		return NULL;
-	for (int r = 0; r < c->n; r++)
-		if (c->nodes[r].faulty)
-			p += sprintf(p, "%s\n", coord_host(c, r));
-	*p = '\0';
-	return list;
 }
