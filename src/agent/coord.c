@@ -2,13 +2,15 @@
  * coord.c - the coordinator's state machine.
  *
  * Phases change only through step(), which looks the (event, phase) pair
- * up in a table (after flux-core's broker state machine): a pair that is
- * not in the table changes nothing, which is how "a checkpoint while
- * already stopping" or "a second stop" are ignored.  The decisions that
- * lead to an event (is this a fault? may the training start again?) are
- * in the functions below the table; what a phase does on entry is in
- * enter().  The final report and the lines that end the job are rendered
- * in coord_report.c.
+ * up in a table (after flux-core's broker state machine, fsm.h) and logs
+ * the move by name at debug level: a pair that is not in the table
+ * changes nothing, which is how "a checkpoint while already stopping" or
+ * "a second stop" are ignored.  What a phase means elsewhere (are results
+ * taken? is the job's end decided?) is a column of phases[], never the
+ * order of the enum.  The decisions that lead to an event (is this a
+ * fault? may the training start again?) are in the functions below the
+ * table; what a phase does on entry is in enter().  The final report and
+ * the lines that end the job are rendered in coord_report.c.
  */
 #include "autoconf.h"
 
@@ -24,6 +26,7 @@
 #include "vigil.h"
 #include "agent/coord.h"
 #include "agent/coord_priv.h"
+#include "agent/fsm.h"
 #include "agent/stall.h"
 #include "lib/sig.h"
 #include "lib/util.h"
@@ -35,46 +38,64 @@
 /* Failed nodes whose stderr tail is kept for the report; the rest keep none. */
 #define TAILS_KEPT 64
 
-enum coord_event {
-	EV_CHECKPOINT,   /* every healthy training saves */
-	EV_STOP,         /* every training ends */
-	EV_REPORTED,     /* every rank reported or is lost: the job ends */
-	EV_AGAIN,        /* every rank reported or is lost: start again */
-	EV_RESTARTED,
-	EV_EXHAUSTED,    /* too few nodes to start again */
-	EV_FINISHED,
-	EV_NOGO,         /* the plan refused to start */
+static const char *const phase_names[] = {
+	[COORD_PLANNING] = "planning", [COORD_RUNNING] = "running",
+	[COORD_CHECKPOINTING] = "checkpointing", [COORD_STOPPING] = "stopping",
+	[COORD_RESTARTING] = "restarting", [COORD_FINISHING] = "finishing",
+	[COORD_DONE] = "done",
 };
 
 static const char *const event_names[] = {
-	[EV_CHECKPOINT] = "checkpoint", [EV_STOP] = "stop", [EV_REPORTED] = "reported",
-	[EV_AGAIN] = "again", [EV_RESTARTED] = "restarted", [EV_EXHAUSTED] = "exhausted",
-	[EV_FINISHED] = "finished", [EV_NOGO] = "no-go",
+	[COORD_EV_GO] = "go", [COORD_EV_NOGO] = "no-go", [COORD_EV_ADOPT] = "adopt",
+	[COORD_EV_CHECKPOINT] = "checkpoint", [COORD_EV_STOP] = "stop",
+	[COORD_EV_REPORTED] = "reported", [COORD_EV_AGAIN] = "again",
+	[COORD_EV_RESTARTED] = "restarted", [COORD_EV_EXHAUSTED] = "exhausted",
+	[COORD_EV_FINISHED] = "finished",
 };
 
-static const char *const phase_names[] = {
-	[COORD_RUNNING] = "running", [COORD_CHECKPOINTING] = "checkpointing",
-	[COORD_STOPPING] = "stopping", [COORD_RESTARTING] = "restarting",
-	[COORD_FINISHING] = "finishing", [COORD_DONE] = "done",
+/*
+ * What each phase means to the rest of this file, so that no decision
+ * rests on the order of the enum:
+ *   attempt  an attempt is under way: results count, time is watched
+ *   ending   past running: the nodes' results and the last messages are due
+ *   over     the job's end is decided (coord_state() no longer "running")
+ */
+static const struct phase_info {
+	bool attempt, ending, over;
+} phases[] = {
+	[COORD_PLANNING] = { false, false, false },
+	[COORD_RUNNING] = { true, false, false },
+	[COORD_CHECKPOINTING] = { true, true, false },
+	[COORD_STOPPING] = { true, true, false },
+	[COORD_RESTARTING] = { false, true, false },
+	[COORD_FINISHING] = { false, true, true },
+	[COORD_DONE] = { false, true, true },
 };
 
-static const struct transition {
-	enum coord_event event;
-	enum coord_phase from, to;
-} transitions[] = {
-	{ EV_CHECKPOINT, COORD_RUNNING, COORD_CHECKPOINTING },
-	{ EV_STOP, COORD_RUNNING, COORD_STOPPING },
-	{ EV_STOP, COORD_CHECKPOINTING, COORD_STOPPING },
-	{ EV_REPORTED, COORD_RUNNING, COORD_FINISHING },
-	{ EV_REPORTED, COORD_CHECKPOINTING, COORD_FINISHING },
-	{ EV_REPORTED, COORD_STOPPING, COORD_FINISHING },
-	{ EV_AGAIN, COORD_RUNNING, COORD_RESTARTING },
-	{ EV_AGAIN, COORD_CHECKPOINTING, COORD_RESTARTING },
-	{ EV_AGAIN, COORD_STOPPING, COORD_RESTARTING },
-	{ EV_RESTARTED, COORD_RESTARTING, COORD_RUNNING },
-	{ EV_EXHAUSTED, COORD_RESTARTING, COORD_FINISHING },
-	{ EV_FINISHED, COORD_FINISHING, COORD_DONE },
-	{ EV_NOGO, COORD_RUNNING, COORD_DONE },
+static const struct fsm_row rows[] = {
+	{ COORD_EV_GO, COORD_PLANNING, COORD_RUNNING },
+	{ COORD_EV_NOGO, COORD_PLANNING, COORD_DONE },
+	{ COORD_EV_ADOPT, COORD_PLANNING, COORD_RUNNING },
+	{ COORD_EV_CHECKPOINT, COORD_RUNNING, COORD_CHECKPOINTING },
+	{ COORD_EV_STOP, COORD_RUNNING, COORD_STOPPING },
+	{ COORD_EV_STOP, COORD_CHECKPOINTING, COORD_STOPPING },
+	{ COORD_EV_REPORTED, COORD_RUNNING, COORD_FINISHING },
+	{ COORD_EV_REPORTED, COORD_CHECKPOINTING, COORD_FINISHING },
+	{ COORD_EV_REPORTED, COORD_STOPPING, COORD_FINISHING },
+	/* (none from RUNNING: a restart is wanted only as the coordinator
+	 * leaves it, in trouble() and first_failure()) */
+	{ COORD_EV_AGAIN, COORD_CHECKPOINTING, COORD_RESTARTING },
+	{ COORD_EV_AGAIN, COORD_STOPPING, COORD_RESTARTING },
+	{ COORD_EV_RESTARTED, COORD_RESTARTING, COORD_RUNNING },
+	{ COORD_EV_EXHAUSTED, COORD_RESTARTING, COORD_FINISHING },
+	{ COORD_EV_FINISHED, COORD_FINISHING, COORD_DONE },
+};
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static const struct fsm_table table = {
+	"coordinator", phase_names, (int)NELEM(phase_names), event_names, (int)NELEM(event_names),
+	rows, NELEM(rows),
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -142,20 +163,24 @@ clear_result(struct coord *c, struct cnode *n)
 
 static void enter(struct coord *c, enum coord_phase p, double now);
 
+/* The one way the phase changes: a row of the table, logged, then its entry. */
 static bool
 step(struct coord *c, enum coord_event ev, double now)
 {
-	for (size_t i = 0; i < sizeof(transitions) / sizeof(transitions[0]); i++) {
-		const struct transition *t = &transitions[i];
+	int phase = (int)c->phase;
 
-		if (t->event == ev && t->from == c->phase) {
-			c->phase = t->to;
-			enter(c, t->to, now);
-			return true;
-		}
-	}
-	(void)event_names;  /* for a debugger's eyes: the event that was refused */
-	return false;
+	if (fsm_step(&table, &phase, (int)ev) < 0)
+		return false;
+	c->phase = (enum coord_phase)phase;
+	enter(c, c->phase, now);
+	return true;
+}
+
+/* Whether EV would move the coordinator from where it is. */
+static bool
+can(const struct coord *c, enum coord_event ev)
+{
+	return fsm_next(&table, (int)c->phase, (int)ev) >= 0;
 }
 
 /* COMMAND to every rank whose training still runs (itself included). */
@@ -200,6 +225,7 @@ enter(struct coord *c, enum coord_phase p, double now)
 	case COORD_DONE:
 		c->lost_deadline = -1;
 		break;
+	case COORD_PLANNING:
 	case COORD_RUNNING:
 		break;
 	}
@@ -209,9 +235,9 @@ enter(struct coord *c, enum coord_phase p, double now)
 static void
 maybe_all_reported(struct coord *c, double now)
 {
-	if (c->nreported < c->n || c->phase >= COORD_RESTARTING)
+	if (c->nreported < c->n || !phases[c->phase].attempt)
 		return;
-	step(c, c->restart_wanted ? EV_AGAIN : EV_REPORTED, now);
+	step(c, c->restart_wanted ? COORD_EV_AGAIN : COORD_EV_REPORTED, now);
 }
 
 static void
@@ -225,22 +251,22 @@ set_reason(struct coord *c, const char *why)
 static void
 checkpoint(struct coord *c, const char *why, int code, double now)
 {
-	if (c->phase != COORD_RUNNING)
+	if (!can(c, COORD_EV_CHECKPOINT))
 		return;
 	c->end_code = code;
 	set_reason(c, why);
-	step(c, EV_CHECKPOINT, now);
+	step(c, COORD_EV_CHECKPOINT, now);
 }
 
 /* Every training ends; a reason given earlier stays (it explains the end). */
 static void
 stop(struct coord *c, const char *why, double now)
 {
-	if (c->phase != COORD_RUNNING && c->phase != COORD_CHECKPOINTING)
+	if (!can(c, COORD_EV_STOP))
 		return;
 	if (!c->end_reason[0])
 		set_reason(c, why);
-	step(c, EV_STOP, now);
+	step(c, COORD_EV_STOP, now);
 }
 
 static int
@@ -297,6 +323,7 @@ coord_new(const struct coord_opts *o, const struct coord_ops *ops, double now)
 	c->ops = *ops;
 	c->n = o->size;
 	c->t0 = now;
+	c->phase = COORD_PLANNING;
 	c->first_fail = -1;
 	c->next_scan = c->last_scan = c->next_beat = c->lost_deadline = c->limit_end = -1;
 	c->nodes = calloc((size_t)c->n, sizeof(*c->nodes));
@@ -376,7 +403,7 @@ no_go(struct coord *c, int code, const char *msg, double now, struct msg_plan *p
 	plan->go = false;
 	plan->exit_code = code;
 	plan->message = c->plan_message;
-	step(c, EV_NOGO, now);
+	step(c, COORD_EV_NOGO, now);
 }
 
 /* Which ranks may run: every rank, with its host and whether the pre-check let it. */
@@ -560,7 +587,6 @@ coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan 
 	int blocked, rc, port;
 
 	memset(plan, 0, sizeof(*plan));
-	c->phase = COORD_RUNNING;
 	rc = take_reports(c, g, now, &blocked);
 	if (rc == 0)
 		rc = fill_plan(c, plan);
@@ -609,6 +635,7 @@ coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan 
 	c->last_scan = now;
 	c->next_scan = now + c->o.heartbeat_s / 2;
 	c->next_beat = now + c->o.heartbeat_s;
+	step(c, COORD_EV_GO, now);
 	return 0;
 }
 
@@ -616,7 +643,6 @@ int
 coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members, int nmembers,
             int lost, const char *why, double now)
 {
-	c->phase = COORD_RUNNING;
 	for (int r = 0; r < c->n; r++) {
 		struct cnode *n = &c->nodes[r];
 		const struct msg_node *pn = r < plan->nnodes ? &plan->nodes[r] : NULL;
@@ -630,6 +656,7 @@ coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members, in
 	for (int i = 0; i < nmembers; i++)
 		if (members[i] >= 0 && members[i] < c->n)
 			c->nodes[members[i]].member = true;
+	step(c, COORD_EV_ADOPT, now);
 	if (lost >= 0 && lost < c->n) {
 		struct cnode *n = &c->nodes[lost];
 
@@ -758,7 +785,7 @@ coord_result(struct coord *c, int rank, const struct msg_result *r, double now)
 {
 	struct cnode *n;
 
-	if (rank < 0 || rank >= c->n || c->phase >= COORD_RESTARTING)
+	if (rank < 0 || rank >= c->n || !phases[c->phase].attempt)
 		return;
 	n = &c->nodes[rank];
 	coord_heard(c, rank, now);
@@ -991,10 +1018,10 @@ time_limit(struct coord *c, double now)
 	c->limit_fired = true;
 	if (c->o.resume) {
 		checkpoint(c, "the time limit is near", VIGIL_EXIT_EXPIRED, now);
-	} else if (c->phase == COORD_RUNNING || c->phase == COORD_CHECKPOINTING) {
+	} else if (can(c, COORD_EV_STOP)) {
 		c->end_code = VIGIL_EXIT_EXPIRED;
 		snprintf(c->end_reason, sizeof(c->end_reason), "the time limit was reached");
-		step(c, EV_STOP, now);
+		step(c, COORD_EV_STOP, now);
 	}
 }
 
@@ -1030,7 +1057,7 @@ coord_tick(struct coord *c, double now)
 {
 	double due;
 
-	if (c->phase >= COORD_RESTARTING)
+	if (!phases[c->phase].attempt)
 		return -1;
 	due = limit_due(c);
 	if (due >= 0 && now >= due)
@@ -1048,7 +1075,7 @@ coord_tick(struct coord *c, double now)
 		results_overdue(c);
 	}
 	maybe_all_reported(c, now);
-	if (c->phase >= COORD_RESTARTING)
+	if (!phases[c->phase].attempt)
 		return -1;
 	due = earliest(c->lost_deadline, limit_due(c));
 	if (c->n > 1)
@@ -1121,7 +1148,7 @@ restart_all(struct coord *c, double now)
 		    util_plural(nmembers), c->o.min_nodes > 0 ? ", fewer than --min-nodes" : "");
 		if (!c->end_code && !crash)
 			c->end_code = VIGIL_EXIT_INTERNAL;
-		step(c, EV_EXHAUSTED, now);
+		step(c, COORD_EV_EXHAUSTED, now);
 		return;
 	}
 	port = c->ops.free_port ? c->ops.free_port(c->ops.arg) : -ENOSYS;
@@ -1129,7 +1156,7 @@ restart_all(struct coord *c, double now)
 		c->master_port = port;
 	c->restarts++;
 	if (choose_master(c) < 0) {
-		step(c, EV_EXHAUSTED, now);
+		step(c, COORD_EV_EXHAUSTED, now);
 		return;
 	}
 	text = restart_command(c, nmembers);
@@ -1157,7 +1184,7 @@ restart_all(struct coord *c, double now)
 	c->end_code = 0;
 	c->end_reason[0] = '\0';
 	c->restart_wanted = false;
-	step(c, EV_RESTARTED, now);
+	step(c, COORD_EV_RESTARTED, now);
 }
 
 /* ---- the end ----------------------------------------------------------------------- */
@@ -1171,7 +1198,19 @@ coord_phase(const struct coord *c)
 const char *
 coord_phase_name(enum coord_phase p)
 {
-	return (unsigned)p <= COORD_DONE ? phase_names[p] : "?";
+	return fsm_phase_name(&table, (int)p);
+}
+
+const char *
+coord_event_name(enum coord_event ev)
+{
+	return fsm_event_name(&table, (int)ev);
+}
+
+int
+coord_next(enum coord_phase from, enum coord_event ev)
+{
+	return fsm_next(&table, (int)from, (int)ev);
 }
 
 /* A member of the last attempt was lost: its part of the training never ended. */
@@ -1187,7 +1226,7 @@ member_lost(const struct coord *c)
 const char *
 coord_state(const struct coord *c)
 {
-	if (c->phase < COORD_FINISHING)
+	if (!phases[c->phase].over)
 		return VIGIL_STATE_RUNNING;
 	if (c->end_code == VIGIL_EXIT_EXPIRED)
 		return VIGIL_STATE_EXPIRED;
@@ -1271,7 +1310,7 @@ coord_members(const struct coord *c)
 bool
 coord_ending(const struct coord *c)
 {
-	return c->phase != COORD_RUNNING || c->nresults > 0;
+	return phases[c->phase].ending || c->nresults > 0;
 }
 
 bool
@@ -1294,7 +1333,7 @@ coord_finish(struct coord *c, int cycles, double now)
 	struct msg m = { .kind = MSG_FINAL };
 	char *text;
 
-	if (c->phase != COORD_FINISHING)
+	if (!can(c, COORD_EV_FINISHED))
 		return;
 	coord_say_end(c, state, code, now);
 	m.u.final.exit_code = code;
@@ -1307,5 +1346,5 @@ coord_finish(struct coord *c, int cycles, double now)
 		if (r != c->o.self && !c->nodes[r].lost)
 			send_text(c, r, MSG_FINAL, text);
 	free(text);
-	step(c, EV_FINISHED, now);
+	step(c, COORD_EV_FINISHED, now);
 }

@@ -11,15 +11,21 @@
  * test_coord.c).
  *
  * The phases, and the events that move between them (the table in
- * coord.c is the whole truth):
+ * coord.c is the whole truth; coord_next() reads it, and each move is
+ * logged by name at debug level):
  *
+ *   PLANNING --go--------> RUNNING          the plan starts the training
+ *   PLANNING --no-go-----> DONE             ... or refuses to
+ *   PLANNING --adopt-----> RUNNING          a successor takes over (and at
+ *                                           once checkpoints or stops)
  *   RUNNING --checkpoint--> CHECKPOINTING   a fault with --resume, the batch
  *                                           system's signal, the time limit,
  *                                           a lost node (elastic), reschedule
  *   RUNNING --stop--------> STOPPING        a training failed, the time limit
  *   CHECKPOINTING --stop--> STOPPING          without --resume, a lost node
  *   any of those --reported--> FINISHING    every rank reported (or is lost)
- *   any of those --again--> RESTARTING      ... and the training starts again
+ *   CHECKPOINTING, STOPPING --again--> RESTARTING   ... and the training
+ *                                           starts again
  *   RESTARTING --restarted--> RUNNING       (--restart, elastic --min-nodes)
  *   RESTARTING --exhausted--> FINISHING     too few nodes left
  *   FINISHING --finished--> DONE            FINAL sent to every live rank
@@ -43,6 +49,7 @@
 struct coord;
 
 enum coord_phase {
+	COORD_PLANNING,       /* from coord_new() until the plan or the takeover */
 	COORD_RUNNING,
 	COORD_CHECKPOINTING,
 	COORD_STOPPING,
@@ -51,7 +58,26 @@ enum coord_phase {
 	COORD_DONE,
 };
 
+enum coord_event {
+	COORD_EV_GO,          /* the plan starts the training */
+	COORD_EV_NOGO,        /* the plan refuses to */
+	COORD_EV_ADOPT,       /* a successor takes over from the plan */
+	COORD_EV_CHECKPOINT,  /* every healthy training saves */
+	COORD_EV_STOP,        /* every training ends */
+	COORD_EV_REPORTED,    /* every rank reported or is lost: the job ends */
+	COORD_EV_AGAIN,       /* every rank reported or is lost: start again */
+	COORD_EV_RESTARTED,
+	COORD_EV_EXHAUSTED,   /* too few nodes to start again */
+	COORD_EV_FINISHED,    /* FINAL went out */
+};
+
+/* "running", "no-go", ...; "?" for a value out of range. */
 const char *coord_phase_name(enum coord_phase p);
+const char *coord_event_name(enum coord_event ev);
+
+/* The phase EV leads to from FROM, or -1: the table has no such row, and
+ * the event changes nothing there.  Pure (for tests and tools). */
+int coord_next(enum coord_phase from, enum coord_event ev);
 
 struct coord_opts {
 	int size;                   /* ranks in the job */
@@ -119,7 +145,8 @@ int coord_set_node(struct coord *c, int rank, const char *addr, int slots);
  * O(N log N).  Fills PLAN (its strings and arrays are owned
  * by C and valid until the next call or coord_free(); job and finalize
  * are left for the caller) and says once what was decided.  On go, the
- * coordinator is RUNNING from NOW.  Returns 0, or -ENOMEM.
+ * coordinator is RUNNING from NOW, on no-go DONE.  Returns 0, or -ENOMEM
+ * (the coordinator then stays PLANNING).
  */
 int coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan *plan);
 
@@ -128,8 +155,9 @@ int coord_plan(struct coord *c, const struct gather *g, double now, struct msg_p
  * silent and a majority of the nodes agree.  The records come from PLAN
  * (every rank's host, address and slots) and MEMBERS (the current
  * attempt's members); LOST is lost and faulty, and every training saves
- * (--resume, the job ends 81) or stops (84), for WHY.  The successor's
- * coordinator then runs as any other, from NOW.  Returns 0 or -ENOMEM.
+ * (--resume, the job ends 81) or stops (84), for WHY: the coordinator
+ * goes from PLANNING through RUNNING to CHECKPOINTING or STOPPING, and
+ * runs as any other from NOW.  Returns 0 or -ENOMEM.
  */
 int coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members,
                 int nmembers, int lost, const char *why, double now);

@@ -16,6 +16,7 @@
 
 #include "vigil.h"
 #include "agent/coord.h"
+#include "agent/fsm.h"
 #include "check/check.h"
 #include "check/gather.h"
 #include "comm/msg.h"
@@ -214,6 +215,7 @@ teardown(void **state)
 {
 	struct fx *f = *state;
 
+	fsm_trace(NULL, NULL);
 	coord_free(f->c);
 	rec_clear(&f->rec);
 	free(f);
@@ -1173,6 +1175,218 @@ test_hold_on_failure(void **state)
 	assert_int_equal(count_sent(&f->rec, 1, MSG_FINAL, "\"hold\":600"), 1);
 }
 
+/* ---- the lifecycle table ----------------------------------------------------------- */
+
+#define NPHASES (COORD_DONE + 1)
+#define NEVENTS (COORD_EV_FINISHED + 1)
+
+/* The rows coord.c's table must have, and no others. */
+static const struct {
+	enum coord_event ev;
+	enum coord_phase from, to;
+} want[] = {
+	{ COORD_EV_GO, COORD_PLANNING, COORD_RUNNING },
+	{ COORD_EV_NOGO, COORD_PLANNING, COORD_DONE },
+	{ COORD_EV_ADOPT, COORD_PLANNING, COORD_RUNNING },
+	{ COORD_EV_CHECKPOINT, COORD_RUNNING, COORD_CHECKPOINTING },
+	{ COORD_EV_STOP, COORD_RUNNING, COORD_STOPPING },
+	{ COORD_EV_STOP, COORD_CHECKPOINTING, COORD_STOPPING },
+	{ COORD_EV_REPORTED, COORD_RUNNING, COORD_FINISHING },
+	{ COORD_EV_REPORTED, COORD_CHECKPOINTING, COORD_FINISHING },
+	{ COORD_EV_REPORTED, COORD_STOPPING, COORD_FINISHING },
+	{ COORD_EV_AGAIN, COORD_CHECKPOINTING, COORD_RESTARTING },
+	{ COORD_EV_AGAIN, COORD_STOPPING, COORD_RESTARTING },
+	{ COORD_EV_RESTARTED, COORD_RESTARTING, COORD_RUNNING },
+	{ COORD_EV_EXHAUSTED, COORD_RESTARTING, COORD_FINISHING },
+	{ COORD_EV_FINISHED, COORD_FINISHING, COORD_DONE },
+};
+
+#define NWANT (sizeof(want) / sizeof(want[0]))
+
+static int
+wanted(int from, int ev)
+{
+	for (size_t i = 0; i < NWANT; i++)
+		if ((int)want[i].from == from && (int)want[i].ev == ev)
+			return (int)want[i].to;
+	return -1;
+}
+
+/* Every pair of phase and event: the table's answer is the row above, or a refusal. */
+static void
+test_table_rows(void **state)
+{
+	(void)state;
+	for (int p = 0; p < NPHASES; p++) {
+		assert_string_not_equal(coord_phase_name((enum coord_phase)p), "?");
+		for (int e = 0; e < NEVENTS; e++)
+			assert_int_equal(coord_next((enum coord_phase)p, (enum coord_event)e),
+			                 wanted(p, e));
+	}
+	for (int e = 0; e < NEVENTS; e++)
+		assert_string_not_equal(coord_event_name((enum coord_event)e), "?");
+	assert_string_equal(coord_phase_name(COORD_PLANNING), "planning");
+	assert_string_equal(coord_event_name(COORD_EV_NOGO), "no-go");
+	assert_string_equal(coord_phase_name((enum coord_phase)NPHASES), "?");
+	assert_string_equal(coord_event_name((enum coord_event)NEVENTS), "?");
+	/* an undefined pair: refused */
+	assert_int_equal(coord_next(COORD_DONE, COORD_EV_STOP), -1);
+	assert_int_equal(coord_next(COORD_RUNNING, COORD_EV_AGAIN), -1);
+	assert_int_equal(coord_next(COORD_RUNNING, COORD_EV_GO), -1);
+}
+
+/* What the coordinator's steps were, through fsm.h's seam. */
+struct steps {
+	bool taken[NPHASES][NEVENTS];
+	int refused;
+};
+
+static void
+on_step(void *arg, const struct fsm_table *t, int from, int ev, int to)
+{
+	struct steps *s = arg;
+
+	if (strcmp(t->actor, "coordinator") != 0)
+		return;
+	assert_true(from >= 0 && from < NPHASES && ev >= 0 && ev < NEVENTS);
+	if (to < 0) {
+		s->refused++;
+		return;
+	}
+	assert_int_equal(to, wanted(from, ev));
+	s->taken[from][ev] = true;
+}
+
+/* A new coordinator for SIZE ranks, nothing recorded. */
+static void
+fresh(struct fx *f, int size)
+{
+	coord_free(f->c);
+	f->c = NULL;
+	rec_clear(&f->rec);
+	default_opts(&f->o, size);
+}
+
+/* Rank 1 takes over from rank 0 at 20. */
+static void
+adopt(struct fx *f)
+{
+	struct coord_ops ops = { rec_send, rec_event, rec_say, fixed_port, &f->rec };
+	struct msg_node nodes[3] = { { "n1", "10.0.0.1", 2 }, { "n2", "10.0.0.2", 2 },
+	                             { "n3", "10.0.0.3", 2 } };
+	struct msg_plan plan = { .go = true, .nodes = nodes, .nnodes = 3 };
+	int members[3] = { 0, 1, 2 };
+
+	f->o.self = 1;
+	f->c = coord_new(&f->o, &ops, 0);
+	assert_non_null(f->c);
+	assert_int_equal(coord_phase(f->c), COORD_PLANNING);
+	assert_int_equal(coord_adopt(f->c, &plan, members, 3, 0, "silent", 20), 0);
+}
+
+/*
+ * Every row of the table, each taken by what takes it in a job: the plan
+ * and the takeover too, which once set the phase by hand.
+ */
+static void
+test_table_every_row_driven(void **state)
+{
+	struct fx *f = *state;
+	struct steps s = { 0 };
+
+	fsm_trace(on_step, &s);
+	/* go; every result in from running; FINAL */
+	fresh(f, 3);
+	start(f, 0, 0);
+	for (int k = 0; k < 3; k++)
+		result(f, k, 0, 0, 5);
+	coord_finish(f->c, 0, 6);
+	assert_int_equal(coord_phase(f->c), COORD_DONE);
+	/* no-go */
+	fresh(f, 3);
+	start(f, 0x2, 0);
+	assert_int_equal(coord_phase(f->c), COORD_DONE);
+	/* a successor checkpoints (--resume), and every result comes in */
+	fresh(f, 3);
+	f->o.resume = true;
+	adopt(f);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	result(f, 1, 0, 0, 25);
+	result(f, 2, 0, 0, 25);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	/* a successor stops, and every result comes in */
+	fresh(f, 3);
+	adopt(f);
+	assert_int_equal(coord_phase(f->c), COORD_STOPPING);
+	result(f, 1, 143, SIGTERM, 25);
+	result(f, 2, 143, SIGTERM, 25);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	/* a failure stops everyone, and the training starts again (--restart) */
+	fresh(f, 3);
+	f->o.restart_max = 1;
+	start(f, 0, 0);
+	result(f, 2, 1, 0, 4);
+	assert_int_equal(coord_phase(f->c), COORD_STOPPING);
+	result(f, 0, 143, SIGTERM, 5);
+	result(f, 1, 143, SIGTERM, 5);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	/* elastic: a lost node checkpoints, and the rest start again */
+	fresh(f, 3);
+	f->o.min_nodes = 2;
+	start(f, 0, 0);
+	run_until(f, 0.5, 33, 0.5, 0x3);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	result(f, 0, 0, 0, 40);
+	result(f, 1, 0, 0, 40);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	/* elastic: a fault checkpoints, a lost node then stops, too few are left */
+	fresh(f, 3);
+	f->o.min_nodes = 2;
+	start(f, 0, 0);
+	note(f, 2, 0, "fail", 1);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	run_until(f, 0.5, 33, 0.5, 0x5);
+	assert_true(coord_lost(f->c, 1));
+	assert_int_equal(coord_phase(f->c), COORD_STOPPING);
+	result(f, 0, 0, 0, 34);
+	result(f, 2, 0, 0, 34);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_true(said(&f->rec, "cannot start again: 1 healthy node left, fewer than "
+	                 "--min-nodes"));
+	fsm_trace(NULL, NULL);
+
+	for (size_t i = 0; i < NWANT; i++)
+		if (!s.taken[want[i].from][want[i].ev])
+			fail_msg("never taken: %s --%s--> %s", coord_phase_name(want[i].from),
+			         coord_event_name(want[i].ev), coord_phase_name(want[i].to));
+	/* the guards keep every event to a phase that has a row for it */
+	assert_int_equal(s.refused, 0);
+}
+
+/* An event the phase has no row for changes nothing. */
+static void
+test_table_refuses(void **state)
+{
+	struct fx *f = *state;
+
+	start(f, 0, 0);
+	/* FINAL before FINISHING: nothing sent, still running */
+	coord_finish(f->c, 0, 1);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_FINAL, NULL), 0);
+	for (int k = 0; k < 3; k++)
+		result(f, k, 0, 0, 5);
+	coord_finish(f->c, 0, 6);
+	coord_finish(f->c, 0, 7);
+	assert_int_equal(coord_phase(f->c), COORD_DONE);
+	assert_int_equal(count_sent(&f->rec, 1, MSG_FINAL, NULL), 1);
+	/* nothing moves a coordinator that is done */
+	coord_alert(f->c, 1, "slow", 8);
+	note(f, 1, SIGUSR1, NULL, 8);
+	assert_int_equal(coord_phase(f->c), COORD_DONE);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"checkpoint\""), 0);
+}
+
 int
 main(void)
 {
@@ -1217,6 +1431,9 @@ main(void)
 		T(test_two_nodes_peer_lost),
 		T(test_heartbeats_to_nodes),
 		T(test_hold_on_failure),
+		T(test_table_rows),
+		T(test_table_every_row_driven),
+		T(test_table_refuses),
 	};
 #undef T
 
