@@ -57,7 +57,7 @@ struct prep_ops {
 	void (*go)(void *arg, bool ok);
 	/* The later phases' hooks are over (prep_end()). */
 	void (*ended)(void *arg);
-	/* A line for people, and an event (the coordinator's), as run.c has them. */
+	/* A line for people, and an event (the coordinator's), as the agent has them. */
 	void (*say)(void *arg, const char *line);
 	void (*event)(void *arg, const char *node, int rank, const char *kind,
 	              const char *severity, const char *message, cJSON *details);
@@ -97,7 +97,7 @@ int prep_start(struct prep *p, double now);
 void prep_message(struct prep *p, int src, const struct msg_prep *m, double now);
 
 /*
- * The gather payload (run.c's) with this node's "stage" and "hooks"
+ * The gather payload (survey.c's) with this node's "stage" and "hooks"
  * checks added to its report.  malloc'd; NULL with errno.
  */
 char *prep_amend_payload(const struct prep *p, const char *payload);

@@ -1,0 +1,134 @@
+/*
+ * job.h - one agent's job, private to the files of `vigil run` in agent/:
+ * run.c (the agent's phases and the routing of messages), survey.c (this
+ * node's survey, the gather and the plan), takeover.c (the coordinator
+ * lost: the watch, the orphan, the successor) and jobfiles.c (the files
+ * the job writes).
+ *
+ * struct job is the state they share; the functions below are run.c's,
+ * the services the other three call back into.  Everything runs on the
+ * agent's one loop: none of it may block.
+ */
+#ifndef VIGIL_JOB_H
+#define VIGIL_JOB_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cJSON.h>
+
+#include "comm/msg.h"
+#include "conf/config.h"
+#include "conf/run_opts.h"
+#include "lib/loop.h"
+
+enum phase { PH_GATHER, PH_PLAN, PH_DRYRUN, PH_RUN, PH_FINAL, PH_DRAIN, PH_HOLD, PH_EXIT,
+             PH_PREP, PH_HOOKS };
+
+struct job {
+	const struct run_opts *o;
+	const struct config *cfg;
+	struct peer *p;
+	int rank, size;
+	char name[256];
+	char job_id[64];
+	struct loop *loop;
+	int sigfd;
+	struct nudge *nudge;         /* wake-ups beside messages; NULL without */
+	char nudge_at[64];           /* where this agent's nudges arrive */
+	bool look_now;               /* a message to itself waits in MPI */
+	double nudged_until;         /* look at MPI often until then: a message is on its way */
+	sigset_t oldmask;
+	struct events *ev;
+	bool said_events;
+	int events_lost;             /* events the log could not take (a full disk) */
+	double t0;                   /* the agent's start, on the loop's clock */
+	enum phase phase;
+	struct loop_timer *phase_timer;  /* ends the current phase if peers are late */
+
+	char cgdir[4096];            /* a cgroup v2 directory delegated to us, or "" */
+	char self[4096];             /* this program, for `vigil stage` */
+
+	/* discovery and the gather (survey.c) */
+	const char *vendor;
+	struct slot *slots;
+	size_t nslots;
+	char *payload;
+	struct peer_gather *pg;
+	struct peer_bcast *bcast;    /* the plan, broadcast (send_plan()) */
+	struct deferred {            /* what came while the plan was on its way */
+		int src, tag;
+		char *text;
+	} *deferred;
+	int ndeferred;
+	char *description;           /* --dry-run */
+
+	struct node *node;
+	struct prep *prep;           /* staging and hooks (prep.h), NULL without them */
+	struct coord *coord;         /* rank 0, or the successor after a takeover */
+	struct jobperf *perf;
+	struct usage *usage;         /* coordinator: what the trainings and boards use */
+	double usage_next;           /* coordinator: the next "usage" event */
+	char *perf_tick;             /* the encoded "perf" command */
+	double next_end_time;        /* coordinator: next look at Slurm's end time; < 0 never */
+	bool said_end_time;
+
+	/* every other node: the watch on the coordinator (takeover.c, watch.c) */
+	struct watch *watch;
+	struct loop_timer *watch_timer;
+	struct loop_timer *fine_timer;   /* wakes the loop for the next look at a reduction */
+	char *plan_text;             /* the plan as it came, for a successor */
+	char **early;                /* successor: results before the takeover, by rank */
+	char lost_why[512];          /* why this node lost its coordinator */
+	bool record;                 /* a record of this node's own is in place (jobfiles.c) */
+
+	int exit_code;
+	bool clean;                  /* MPI_Finalize is safe */
+	double hold;
+};
+
+/* ---- run.c: the phases --------------------------------------------------------- */
+
+/* The loop's clock, in seconds. */
+double job_now(const struct job *j);
+
+/* Change phase; DEADLINE_MS >= 0 arms LATE (HOLD: its own default) to end it. */
+void job_enter(struct job *j, enum phase ph, long deadline_ms, loop_timer_fn *late);
+
+/* The job ends here for this agent, with CODE (CLEAN: MPI_Finalize is safe). */
+void job_leave(struct job *j, int code, bool clean);
+
+/* The node's side, performance detection, and off it goes (or --dry-run's gather). */
+void job_launch(struct job *j);
+
+/* The job is over for this agent: output, messages and reductions, bounded. */
+void job_drain(struct job *j);
+
+/* After every input to the coordinator: has it moved to the end? */
+void job_coordinator_check(struct job *j);
+
+/* The coordinator: its time limit looked at again when it is due (and at NOW). */
+void job_recheck_end_time(struct job *j, double now);
+
+/* This node's side, before the plan: it records signals from the start. */
+int job_new_node(struct job *j);
+
+/* ---- run.c: messages, events, lines ---------------------------------------------- */
+
+/* A message to RANK, and a nudge so that it reads it now (coord_ops.send). */
+int job_send(void *arg, int rank, enum msg_kind kind, const char *text);
+
+/* The rank this node's messages go to: the coordinator, or its successor. */
+int job_coord_rank(const struct job *j);
+
+/* One message, decoded once, to the module it is for. */
+void job_route(struct job *j, int src, int tag, const char *text);
+
+/* Every message that has arrived.  Returns peer_poll()'s last answer (< 0: MPI failed). */
+int job_route_all(struct job *j);
+
+/* A line for the people watching (coord_ops.say). */
+void job_say(void *arg, const char *line);
+
+#endif
