@@ -91,11 +91,9 @@ static const struct fsm_row rows[] = {
 	{ COORD_EV_FINISHED, COORD_FINISHING, COORD_DONE },
 };
 
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
-
 static const struct fsm_table table = {
-	"coordinator", phase_names, (int)NELEM(phase_names), event_names, (int)NELEM(event_names),
-	rows, NELEM(rows),
+	"coordinator", phase_names, (int)FSM_NELEM(phase_names),
+	event_names, (int)FSM_NELEM(event_names), rows, FSM_NELEM(rows),
 };
 
 /* ---- small helpers -------------------------------------------------------- */

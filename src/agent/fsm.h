@@ -14,6 +14,9 @@
 
 #include <stddef.h>
 
+/* The number of rows (or names) in a static array, for struct fsm_table. */
+#define FSM_NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
 struct fsm_row {
 	int event, from, to;
 };

@@ -18,13 +18,11 @@
 
 #include <cJSON.h>
 
+#include "agent/phase.h"
 #include "comm/msg.h"
 #include "conf/config.h"
 #include "conf/run_opts.h"
 #include "lib/loop.h"
-
-enum phase { PH_GATHER, PH_PLAN, PH_DRYRUN, PH_RUN, PH_FINAL, PH_DRAIN, PH_HOLD, PH_EXIT,
-             PH_PREP, PH_HOOKS };
 
 struct job {
 	const struct run_opts *o;
@@ -44,7 +42,7 @@ struct job {
 	bool said_events;
 	int events_lost;             /* events the log could not take (a full disk) */
 	double t0;                   /* the agent's start, on the loop's clock */
-	enum phase phase;
+	enum phase phase;            /* changed by job_step() only */
 	struct loop_timer *phase_timer;  /* ends the current phase if peers are late */
 
 	char cgdir[4096];            /* a cgroup v2 directory delegated to us, or "" */
@@ -93,8 +91,13 @@ struct job {
 /* The loop's clock, in seconds. */
 double job_now(const struct job *j);
 
-/* Change phase; DEADLINE_MS >= 0 arms LATE (HOLD: its own default) to end it. */
-void job_enter(struct job *j, enum phase ph, long deadline_ms, loop_timer_fn *late);
+/*
+ * The phase moved by EV, through the table (phase.h), the move logged; an
+ * EV the phase has no row for changes nothing.  The old phase's timer
+ * goes; DEADLINE_MS >= 0 arms LATE (HOLD: its own default) to end the new
+ * one.  EXIT stops the loop.
+ */
+void job_step(struct job *j, enum phase_event ev, long deadline_ms, loop_timer_fn *late);
 
 /* The job ends here for this agent, with CODE (CLEAN: MPI_Finalize is safe). */
 void job_leave(struct job *j, int code, bool clean);

@@ -8,13 +8,16 @@
  * reductions and alerts), msg.c (what the agents say to each other).
  * Beside this file, with the job's state in job.h: survey.c (this node's
  * survey, the gather, the plan), takeover.c (the coordinator lost) and
- * jobfiles.c (the report, exclude list, state file and records).  This
- * file owns the MPI peer, the loop and the signal descriptor, moves the
- * agent through its phases and routes each message once to the module it
- * is for.
+ * jobfiles.c (the event log, report, exclude list, state file, records).
+ * This file owns the MPI peer, the loop and the signal descriptor, moves
+ * the agent through its phases and routes each message once to the module
+ * it is for.
  *
- * The job's phases here are the agent's, not the coordinator's:
+ * The job's phases here are the agent's, not the coordinator's; each
+ * change goes through job_step() and the table in phase.c, which names
+ * the events between them and logs each move at debug level (-v):
  *
+ *   START   set up, before the survey
  *   PREP    before the gather, with staging or hooks (prep.h): each node's
  *           pre-check hooks, pre-check, staging and pre-launch hooks, and
  *           the coordinator's go once every node is done
@@ -26,6 +29,7 @@
  *   HOOKS   the requeue and end hooks, with the job's status (bounded)
  *   DRAIN   output flushed, messages and reductions completed (bounded)
  *   HOLD    --hold-on-failure keeps the allocation (SIGTERM ends it)
+ *   EXIT    the loop stops; the agent ends with its status
  *
  * Every wait is the loop's: a phase that waits on peers has a timer that
  * ends it, so a hung or lost node costs a timeout, never a hang, and
@@ -84,12 +88,48 @@ job_now(const struct job *j)
 
 /* ---- phases ------------------------------------------------------------------ */
 
+static long
+on_hold_over(struct loop *l, void *arg)
+{
+	struct job *j = arg;
+
+	(void)l;
+	j->phase_timer = NULL;
+	job_step(j, PE_RELEASE, -1, NULL);
+	return LOOP_NOMORE;
+}
+
+void
+job_step(struct job *j, enum phase_event ev, long deadline_ms, loop_timer_fn *late)
+{
+	enum phase ph = j->phase;
+
+	if (phase_step(&ph, ev) < 0)
+		return;  /* no row for it here: refused, and logged (phase.h) */
+	loop_del_timer(j->loop, j->phase_timer);
+	j->phase_timer = NULL;
+	j->phase = ph;
+	if (ph == PH_HOLD && !late)
+		late = on_hold_over;
+	if (deadline_ms >= 0 && late) {
+		j->phase_timer = loop_add_timer(j->loop, deadline_ms, late, j);
+		if (!j->phase_timer) {
+			LOG_ERR("out of memory");
+			j->clean = false;
+			j->exit_code = VIGIL_EXIT_INTERNAL;
+			(void)phase_step(&j->phase, PE_LEAVE);
+		}
+	}
+	if (j->phase == PH_EXIT)
+		loop_stop(j->loop);
+}
+
 void
 job_leave(struct job *j, int code, bool clean)
 {
 	j->exit_code = code;
 	j->clean = j->clean && clean;
-	job_enter(j, PH_EXIT, -1, NULL);
+	job_step(j, PE_LEAVE, -1, NULL);
 }
 
 /* ---- outputs: lines ------------------------------------------------------------------ */
@@ -166,7 +206,7 @@ end_hooks(struct job *j, const char *state)
 		job_drain(j);
 		return;
 	}
-	job_enter(j, PH_HOOKS, (long)((prep_time_left(j->prep) + 5) * 1000), on_hooks_late);
+	job_step(j, PE_HOOKS, (long)((prep_time_left(j->prep) + 5) * 1000), on_hooks_late);
 }
 
 /* Every result is in and the last reduction done (or given up): the end. */
@@ -260,7 +300,7 @@ finishing(struct job *j)
 		return;
 	}
 	jobperf_final(j->perf);
-	job_enter(j, PH_FINAL, FINAL_REDUCE_MS, on_final_late);
+	job_step(j, PE_FINAL, FINAL_REDUCE_MS, on_final_late);
 }
 
 void
@@ -443,7 +483,7 @@ job_route(struct job *j, int src, int tag, const char *text)
 int
 job_route_all(struct job *j)
 {
-	int src, tag, rc;
+	int src, tag, rc = 0;
 	char *text;
 
 	j->look_now = false;
@@ -591,7 +631,7 @@ on_signal(struct loop *l, int fd, short revents, void *arg)
 			continue;
 		}
 		if (stopper && j->phase == PH_HOLD) {
-			job_enter(j, PH_EXIT, -1, NULL);
+			job_step(j, PE_RELEASE, -1, NULL);
 			continue;
 		}
 		if (stopper && j->phase == PH_HOOKS) {
@@ -613,6 +653,16 @@ on_signal(struct loop *l, int fd, short revents, void *arg)
 
 /* ---- the end of the job on every node ------------------------------------------------ */
 
+/* Drained (or done waiting): the allocation is held, or the agent ends. */
+static void
+drained(struct job *j)
+{
+	if (j->hold > 0)
+		job_step(j, PE_HOLD, (long)(j->hold * 1000), NULL);
+	else
+		job_step(j, PE_DRAINED, -1, NULL);
+}
+
 static long
 on_drain_late(struct loop *l, void *arg)
 {
@@ -626,11 +676,7 @@ on_drain_late(struct loop *l, void *arg)
 	}
 	if (peer_busy(j->p) && j->coord)
 		LOG_WARN("not every node took the end of the job within %d ms", DRAIN_MS);
-	j->phase = PH_DRAIN;  /* done waiting: go on as if drained */
-	if (j->hold > 0)
-		job_enter(j, PH_HOLD, (long)(j->hold * 1000), NULL);
-	else
-		job_enter(j, PH_EXIT, -1, NULL);
+	drained(j);  /* done waiting: go on as if drained */
 	return LOOP_NOMORE;
 }
 
@@ -646,7 +692,7 @@ job_drain(struct job *j)
 	if (j->phase != PH_DRAIN) {
 		if (j->node)
 			node_quiet(j->node);
-		job_enter(j, PH_DRAIN, DRAIN_MS, on_drain_late);
+		job_step(j, PE_DRAIN, DRAIN_MS, on_drain_late);
 	}
 	if ((j->node && node_output_pending(j->node)) || (j->coord && peer_busy(j->p)) ||
 	    (j->perf && j->clean && !jobperf_idle(j->perf)) ||
@@ -654,42 +700,7 @@ job_drain(struct job *j)
 		return;
 	loop_del_timer(j->loop, j->phase_timer);
 	j->phase_timer = NULL;
-	if (j->hold > 0)
-		job_enter(j, PH_HOLD, (long)(j->hold * 1000), NULL);
-	else
-		job_enter(j, PH_EXIT, -1, NULL);
-}
-
-static long
-on_hold_over(struct loop *l, void *arg)
-{
-	struct job *j = arg;
-
-	(void)l;
-	j->phase_timer = NULL;
-	job_enter(j, PH_EXIT, -1, NULL);
-	return LOOP_NOMORE;
-}
-
-void
-job_enter(struct job *j, enum phase ph, long deadline_ms, loop_timer_fn *late)
-{
-	loop_del_timer(j->loop, j->phase_timer);
-	j->phase_timer = NULL;
-	j->phase = ph;
-	if (ph == PH_HOLD && !late)
-		late = on_hold_over;
-	if (deadline_ms >= 0 && late) {
-		j->phase_timer = loop_add_timer(j->loop, deadline_ms, late, j);
-		if (!j->phase_timer) {
-			LOG_ERR("out of memory");
-			j->clean = false;
-			j->exit_code = VIGIL_EXIT_INTERNAL;
-			j->phase = ph = PH_EXIT;
-		}
-	}
-	if (ph == PH_EXIT)
-		loop_stop(j->loop);
+	drained(j);
 }
 
 /* ---- the launch: the node's side and performance detection ---------------------------- */
@@ -749,7 +760,7 @@ job_launch(struct job *j)
 		job_leave(j, VIGIL_EXIT_INTERNAL, false);
 		return;
 	}
-	job_enter(j, PH_RUN, -1, NULL);
+	job_step(j, PE_LAUNCH, -1, NULL);
 	rc = takeover_watch(j);
 	if (rc == 0)
 		rc = node_launch(j->node);
@@ -846,7 +857,7 @@ begin(struct job *j)
 		return -ENOMEM;
 	if (!prep_before_gather(j->prep))
 		return survey_gather(j);
-	job_enter(j, PH_PREP, -1, NULL);
+	job_step(j, PE_PREP, -1, NULL);
 	return prep_start(j->prep, job_now(j));
 }
 
@@ -942,7 +953,7 @@ int
 run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***argv)
 {
 	struct job job = { .o = o, .cfg = cfg, .sigfd = -1, .clean = true,
-	                   .exit_code = VIGIL_EXIT_INTERNAL };
+	                   .exit_code = VIGIL_EXIT_INTERNAL, .phase = PH_START };
 	struct job *j = &job;
 	int rc;
 

@@ -140,15 +140,16 @@ static void dry_run_done(struct job *j, bool complete);
 static long on_gather_late(struct loop *l, void *arg);
 static long on_plan_late(struct loop *l, void *arg);
 
-/* Start gathering TEXT at the coordinator, in phase PH, within the gather timeout. */
+/* Start gathering TEXT at the coordinator, the phase moved by EV (to GATHER or
+ * DRYRUN), within the gather timeout. */
 static int
-start_gather(struct job *j, enum phase ph, const char *text)
+start_gather(struct job *j, enum phase_event ev, const char *text)
 {
 	peer_gather_free(j->pg);
 	j->pg = NULL;
 	if (peer_gather_start(j->p, text, &j->pg) < 0)
 		return -ENOMEM;
-	job_enter(j, ph, (long)(j->cfg->gather_timeout_s * 1000), on_gather_late);
+	job_step(j, ev, (long)(j->cfg->gather_timeout_s * 1000), on_gather_late);
 	return 0;
 }
 
@@ -162,11 +163,11 @@ survey_gather(struct job *j)
 	if (!survey_precheck(j))
 		return -ENOMEM;
 	if (!j->prep)
-		return start_gather(j, PH_GATHER, j->payload);
+		return start_gather(j, PE_GATHER, j->payload);
 	amended = prep_amend_payload(j->prep, j->payload);
 	if (!amended)
 		return -ENOMEM;
-	rc = start_gather(j, PH_GATHER, amended);
+	rc = start_gather(j, PE_GATHER, amended);
 	free(amended);  /* the gather keeps a copy */
 	return rc;
 }
@@ -205,7 +206,8 @@ gather_end(struct job *j, bool complete)
 		job_leave(j, VIGIL_EXIT_INTERNAL, false);
 		return;
 	}
-	job_enter(j, PH_PLAN, (long)((j->cfg->gather_timeout_s + PLAN_EXTRA_S) * 1000), on_plan_late);
+	job_step(j, PE_REPORTED, (long)((j->cfg->gather_timeout_s + PLAN_EXTRA_S) * 1000),
+	         on_plan_late);
 }
 
 static long
@@ -497,7 +499,7 @@ void
 survey_dry_run(struct job *j)
 {
 	j->description = node_describe(j->node);
-	if (!j->description || start_gather(j, PH_DRYRUN, j->description) < 0)
+	if (!j->description || start_gather(j, PE_DRY_RUN, j->description) < 0)
 		job_leave(j, VIGIL_EXIT_INTERNAL, false);
 }
 

@@ -73,8 +73,8 @@ coordinator_lost(struct job *j, double now)
 	c.reason = j->lost_why;
 	node_command(j->node, &c);
 	/* the training's grace, its KILL, and the successor's verdict */
-	job_enter(j, PH_RUN, (long)((j->o->grace_s + KILL_AFTER_S + ORPHAN_EXTRA_S +
-	                             j->o->heartbeat_timeout_s) * 1000), on_orphan_late);
+	job_step(j, PE_ORPHAN, (long)((j->o->grace_s + KILL_AFTER_S + ORPHAN_EXTRA_S +
+	                               j->o->heartbeat_timeout_s) * 1000), on_orphan_late);
 }
 
 /* The successor: a majority lost the coordinator; this node coordinates the end. */
@@ -131,8 +131,7 @@ takeover_act(struct job *j, enum watch_action a, double now)
 		/* Nobody will coordinate the end (a job of two nodes never has a
 		 * majority without its coordinator): this node ends once its
 		 * training had its grace, not at the orphan's later deadline. */
-		job_enter(j, PH_RUN, (long)((j->o->grace_s + KILL_AFTER_S) * 1000),
-		          on_orphan_late);
+		job_step(j, PE_ALONE, (long)((j->o->grace_s + KILL_AFTER_S) * 1000), on_orphan_late);
 		break;
 	case WATCH_NONE:
 		break;
