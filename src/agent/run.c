@@ -959,10 +959,6 @@ run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***a
 
 	snprintf(j->name, sizeof(j->name), "%s", o->node ? o->node : "?");
 	log_set_identity(j->name, -1);
-	/* --verbose: each phase change of the agent and the coordinator too
-	 * (fsm.h), logged at debug level */
-	if (o->verbose)
-		log_set_level(LOG_LEVEL_DEBUG);
 	rc = set_up(j, argc, argv);
 	if (rc != 0) {
 		j->clean = false;

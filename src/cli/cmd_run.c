@@ -512,8 +512,10 @@ cmd_run(int argc, char **argv)
 	config_init(&cfg);
 	rc = run_parse(argc, argv, &c);
 	if (rc == 0) {
+		/* --verbose: diagnostics, and each phase change of the agent,
+		 * the coordinator and the node (agent/fsm.h), logged at debug */
 		if (o.verbose)
-			log_set_level(LOG_LEVEL_INFO);
+			log_set_level(LOG_LEVEL_DEBUG);
 		rc = run_job(&o, &cfg, &argc, &argv);
 	} else if (rc < 0) {
 		rc = VIGIL_EXIT_OK;

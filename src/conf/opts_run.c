@@ -100,7 +100,7 @@ const struct opts_run opts_run_table[] = {
 	{ .name = "dry-run", .kind = OPTS_FLAG, FIELD(dry_run),
 	  .help = "print each node's environment, files and command; run nothing" },
 	{ .name = "verbose", .letter = 'v', .kind = OPTS_FLAG, FIELD(verbose),
-	  .help = "diagnostics, and where each setting came from" },
+	  .help = "diagnostics, each phase change, and where each setting came from" },
 
 	/* ---- resilience */
 	{ .name = "resume", .kind = OPTS_FLAG, FIELD(resume), .flags = OPTS_SITE,

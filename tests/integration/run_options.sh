@@ -13,6 +13,10 @@ ck="$SCRATCH/ckpt"
 out=$(run -v --grace 2m -- true 2>&1); rc=$?
 expect_eq "--grace 2m accepted" 0 "$rc"
 expect_match "--grace 2m is 120 s" '^vigil run: --grace 120 s \(command line\)$' "$out"
+# -v names each change of phase: the agent's, the coordinator's, the node's
+expect_match "-v: the agent's phases by name" 'agent: [a-z]+ -> run \(launch\)' "$out"
+expect_match "-v: the coordinator's phases by name" 'coordinator: [a-z]+ -> running' "$out"
+expect_match "-v: the node's phases by name" 'node: [a-z]+ -> running' "$out"
 out=$(run -v --heartbeat 1:30 --heartbeat-timeout 0-00:05:00 -- true 2>&1); rc=$?
 expect_eq "MM:SS and D-HH:MM:SS accepted" 0 "$rc"
 expect_match "heartbeat-timeout 300 s" '^vigil run: --heartbeat-timeout 300 s' "$out"
