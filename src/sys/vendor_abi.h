@@ -6,12 +6,14 @@
  * the drivers, or not at all), so the few types, constants and entry
  * points it uses are declared here under vigil's own names.  Each block
  * names the header it follows:
- *   NVML:     nvml.h of the CUDA toolkit / NVIDIA's go-nvml (API 12.x);
+ *   NVML:     nvml.h of the CUDA toolkit / NVIDIA's go-nvml (API 13, which
+ *             keeps every entry point and value of 12.x used here);
  *   ROCm SMI: rocm_smi/rocm_smi.h (rocm_smi_lib, 5.x and 6.x);
  *   CNDev:    cndev.h of Cambricon's device plugin (CNDEV_VERSION_6).
  * Sizes and offsets must match those headers exactly: a struct the library
- * fills is written with the library's layout.  tests/unit/test_vendor_abi.c
- * checks the ROCm SMI part against the real header; tests/fakevendor/
+ * fills is written with the library's layout.  tests/unit/sys/test_vendor_abi.c
+ * checks the ROCm SMI part against the real header, and the NVML part
+ * wherever CUDA's nvml.h is installed; tests/fakevendor/
  * implements all three from this file for the tests.
  *
  * Every enum of these interfaces has no negative value, so the compilers
@@ -39,9 +41,11 @@
 #define NVML_E_INSUFFICIENT_SIZE    7
 #define NVML_E_DRIVER_NOT_LOADED    9
 #define NVML_E_TIMEOUT              10
-#define NVML_E_FUNCTION_NOT_FOUND   13
+#define NVML_E_FUNCTION_NOT_FOUND   13  /* this driver lacks the call */
+#define NVML_E_CORRUPTED_INFOROM    14
 #define NVML_E_GPU_IS_LOST          15  /* fallen off the bus or inaccessible */
 #define NVML_E_RESET_REQUIRED       16  /* the GPU needs a reset before use */
+#define NVML_E_ARGUMENT_VERSION_MISMATCH 25  /* a versioned struct this driver does not know */
 #define NVML_E_UNKNOWN              999
 
 /* nvmlDevice_t and nvmlEventSet_t: opaque pointers. */
@@ -105,13 +109,15 @@ struct nvml_field_value {
 	union nvml_value value;
 };
 
-/* NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, and nvmlDeviceGpuRecoveryAction_t */
+/* NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, and nvmlDeviceGpuRecoveryAction_t
+ * (NVML_GPU_RECOVERY_ACTION_*; RECOVER_IMEX_DOMAIN came with CUDA 13.3) */
 #define NVML_FI_GPU_RECOVERY_ACTION 230
 #define NVML_RECOVERY_NONE              0
 #define NVML_RECOVERY_GPU_RESET         1
 #define NVML_RECOVERY_NODE_REBOOT       2
 #define NVML_RECOVERY_DRAIN_P2P         3
 #define NVML_RECOVERY_DRAIN_AND_RESET   4
+#define NVML_RECOVERY_RECOVER_IMEX_DOMAIN 5
 
 /* nvmlEventData_t (nvmlEventSetWait_v2; _v1 fills the first three) */
 struct nvml_event_data {
@@ -157,6 +163,18 @@ struct nvml_event_data {
 #define NVML_TEMPERATURE_THRESHOLD_SHUTDOWN 0
 #define NVML_TEMPERATURE_THRESHOLD_SLOWDOWN 1
 
+/* nvmlTemperature_v1_t (nvmlDeviceGetTemperatureV, in nvml.h since CUDA
+ * 12.8; nvmlDeviceGetTemperature is deprecated since 13.0) and its version,
+ * NVML_STRUCT_VERSION(Temperature, 1): the size, and the version in the
+ * top byte. */
+struct nvml_temperature {
+	unsigned int version;           /* NVML_TEMPERATURE_V1 */
+	unsigned int sensor_type;       /* NVML_TEMPERATURE_GPU */
+	int temperature;                /* degrees Celsius */
+};
+
+#define NVML_TEMPERATURE_V1 ((unsigned int)(sizeof(struct nvml_temperature) | (1U << 24)))
+
 /* nvmlNvLinkErrorCounter_t; NVML_NVLINK_MAX_LINKS (12 before CUDA 11, 18
  * before 12.8): a driver with fewer links answers INVALID_ARGUMENT above
  * its last one. */
@@ -173,6 +191,7 @@ typedef const char *nvml_error_string_fn(unsigned int result);
 typedef unsigned int nvml_driver_version_fn(char *version, unsigned int length);
 typedef unsigned int nvml_count_fn(unsigned int *count);
 typedef unsigned int nvml_handle_fn(unsigned int index, nvml_device *device);
+typedef unsigned int nvml_handle_by_bus_fn(const char *bus_id, nvml_device *device);
 typedef unsigned int nvml_pci_info_fn(nvml_device device, struct nvml_pci_info *pci);
 typedef unsigned int nvml_name_fn(nvml_device device, char *name, unsigned int length);
 typedef unsigned int nvml_ecc_mode_fn(nvml_device device, unsigned int *current,
@@ -190,6 +209,7 @@ typedef unsigned int nvml_field_values_fn(nvml_device device, int count,
 typedef unsigned int nvml_clocks_reasons_fn(nvml_device device, unsigned long long *reasons);
 typedef unsigned int nvml_temperature_fn(nvml_device device, unsigned int sensor,
                                          unsigned int *celsius);
+typedef unsigned int nvml_temperature_v_fn(nvml_device device, struct nvml_temperature *t);
 typedef unsigned int nvml_temperature_threshold_fn(nvml_device device, unsigned int type,
                                                    unsigned int *celsius);
 typedef unsigned int nvml_nvlink_state_fn(nvml_device device, unsigned int link,

@@ -2,8 +2,15 @@
  * nvml.c - a fake libnvidia-ml.so.1 for vigil's tests: the NVML calls
  * vigil makes, with the contract nvml.h documents (return codes, the
  * query-the-size convention of nvmlDeviceGetRetiredPages, events recorded
- * only after nvmlDeviceRegisterEvents), answering from the script that
- * VIGIL_FAKE_VENDOR names (script.h, README.md).
+ * only after nvmlDeviceRegisterEvents, versioned structs), answering from
+ * the script that VIGIL_FAKE_VENDOR names (script.h, README.md).  Every
+ * call can be made to fail ("error CALL CODE", on a board or on "-" for
+ * the calls that take no board) or to be slow ("slow CALL MS").
+ *
+ * Built twice: as it is, and with FAKE_NVML_OLD for an older driver, which
+ * lacks nvmlDeviceGetTemperatureV (CUDA 12.8) and has its clock reasons
+ * under the name they had before CUDA 12.2
+ * (nvmlDeviceGetCurrentClocksThrottleReasons).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +29,7 @@ nvml_error_string_fn nvmlErrorString;
 nvml_driver_version_fn nvmlSystemGetDriverVersion;
 nvml_count_fn nvmlDeviceGetCount_v2;
 nvml_handle_fn nvmlDeviceGetHandleByIndex_v2;
+nvml_handle_by_bus_fn nvmlDeviceGetHandleByPciBusId_v2;
 nvml_pci_info_fn nvmlDeviceGetPciInfo_v3;
 nvml_name_fn nvmlDeviceGetName;
 nvml_ecc_mode_fn nvmlDeviceGetEccMode;
@@ -30,9 +38,14 @@ nvml_retired_pages_fn nvmlDeviceGetRetiredPages;
 nvml_retired_pending_fn nvmlDeviceGetRetiredPagesPendingStatus;
 nvml_remapped_rows_fn nvmlDeviceGetRemappedRows;
 nvml_field_values_fn nvmlDeviceGetFieldValues;
+#ifndef FAKE_NVML_OLD
 nvml_clocks_reasons_fn nvmlDeviceGetCurrentClocksEventReasons;
+#endif
 nvml_clocks_reasons_fn nvmlDeviceGetCurrentClocksThrottleReasons;
 nvml_temperature_fn nvmlDeviceGetTemperature;
+#ifndef FAKE_NVML_OLD
+nvml_temperature_v_fn nvmlDeviceGetTemperatureV;
+#endif
 nvml_temperature_threshold_fn nvmlDeviceGetTemperatureThreshold;
 nvml_nvlink_state_fn nvmlDeviceGetNvLinkState;
 nvml_nvlink_error_fn nvmlDeviceGetNvLinkErrorCounter;
@@ -69,26 +82,39 @@ board_of(nvml_device d)
 static unsigned
 enter(nvml_device d, const char *call, int *board)
 {
-	unsigned e;
-
 	if (!initialised)
 		return NVML_E_UNINITIALIZED;
 	*board = board_of(d);
 	if (*board < 0)
 		return NVML_E_INVALID_ARGUMENT;
+	script_enter(V, *board, call);
 	if (script_ll(V, *board, "lost", 0))
 		return NVML_E_GPU_IS_LOST;
-	e = script_error(V, *board, call);
-	return e;
+	/* The board's own failure, else one for every board. */
+	return script_error(V, *board, call) ? script_error(V, *board, call)
+	                                     : script_error(V, -1, call);
+}
+
+/* The same for a call on the library as a whole ("-" lines). */
+static unsigned
+enter_library(const char *call)
+{
+	if (!initialised)
+		return NVML_E_UNINITIALIZED;
+	script_enter(V, -1, call);
+	return script_error(V, -1, call);
 }
 
 unsigned int
 nvmlInit_v2(void)
 {
 	script_load();
+	script_enter(V, -1, "nvmlInit_v2");
 	script_maybe_hang(V, "init");
 	if (script_has(V, -1, "init"))
 		return (unsigned)script_ll(V, -1, "init", NVML_E_UNKNOWN);
+	if (script_error(V, -1, "nvmlInit_v2"))
+		return script_error(V, -1, "nvmlInit_v2");
 	initialised = 1;
 	for (int i = 0; i < MAX_BOARDS; i++)
 		devices[i].board = i;
@@ -100,6 +126,7 @@ nvmlShutdown(void)
 {
 	if (!initialised)
 		return NVML_E_UNINITIALIZED;
+	script_enter(V, -1, "nvmlShutdown");
 	initialised = 0;
 	return NVML_OK;
 }
@@ -112,12 +139,17 @@ nvmlErrorString(unsigned int r)
 	case NVML_E_UNINITIALIZED: return "Uninitialized";
 	case NVML_E_INVALID_ARGUMENT: return "Invalid Argument";
 	case NVML_E_NOT_SUPPORTED: return "Not Supported";
+	case NVML_E_NO_PERMISSION: return "Insufficient Permissions";
+	case NVML_E_NOT_FOUND: return "Not Found";
 	case NVML_E_INSUFFICIENT_SIZE: return "Insufficient Size";
 	case NVML_E_DRIVER_NOT_LOADED: return "Driver Not Loaded";
 	case NVML_E_TIMEOUT: return "Timeout";
+	case NVML_E_FUNCTION_NOT_FOUND: return "Function Not Found";
+	case NVML_E_CORRUPTED_INFOROM: return "Corrupted infoROM";
 	case NVML_E_GPU_IS_LOST: return "GPU is lost";
 	case NVML_E_RESET_REQUIRED: return "GPU requires reset";
 	case 18: return "Driver/library version mismatch";
+	case NVML_E_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
 	default: return "Unknown Error";
 	}
 }
@@ -126,9 +158,10 @@ unsigned int
 nvmlSystemGetDriverVersion(char *version, unsigned int length)
 {
 	const char *v = script_value(V, -1, "driver");
+	unsigned e = enter_library("nvmlSystemGetDriverVersion");
 
-	if (!initialised)
-		return NVML_E_UNINITIALIZED;
+	if (e)
+		return e;
 	if (!version)
 		return NVML_E_INVALID_ARGUMENT;
 	if ((unsigned)snprintf(version, length, "%s", v ? v : "535.104.05") >= length)
@@ -139,8 +172,14 @@ nvmlSystemGetDriverVersion(char *version, unsigned int length)
 unsigned int
 nvmlDeviceGetCount_v2(unsigned int *count)
 {
-	if (!initialised)
-		return NVML_E_UNINITIALIZED;
+	unsigned e;
+
+	/* A caller's reading starts here: the script as it is now. */
+	script_load();
+	e = enter_library("nvmlDeviceGetCount_v2");
+
+	if (e)
+		return e;
 	*count = (unsigned)script_present(V);
 	return NVML_OK;
 }
@@ -149,6 +188,7 @@ unsigned int
 nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvml_device *device)
 {
 	int b;
+	unsigned e;
 
 	if (!initialised)
 		return NVML_E_UNINITIALIZED;
@@ -156,10 +196,39 @@ nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvml_device *device)
 	b = script_nth(V, (int)index);
 	if (b < 0 || b >= MAX_BOARDS)
 		return NVML_E_INVALID_ARGUMENT;
-	if (script_ll(V, b, "lost", 0))
-		return NVML_E_GPU_IS_LOST;
+	e = enter(&devices[b], "nvmlDeviceGetHandleByIndex_v2", &b);
+	if (e)
+		return e;
 	*device = &devices[b];
 	return NVML_OK;
+}
+
+/* "%x:%x:%x.%x" and the shorter forms nvml.h accepts, against each board's
+ * "bus" (a board without one is at bus INDEX + 1, as its PCI info says). */
+unsigned int
+nvmlDeviceGetHandleByPciBusId_v2(const char *bus_id, nvml_device *device)
+{
+	unsigned dom = 0, bus, dev, fn = 0, e;
+	int n = script_boards(V);
+
+	if ((e = enter_library("nvmlDeviceGetHandleByPciBusId_v2")) != 0)
+		return e;
+	if (!bus_id || !device || (sscanf(bus_id, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) < 3 &&
+	                           sscanf(bus_id, "%x:%x.%x", &bus, &dev, &fn) != 3))
+		return NVML_E_INVALID_ARGUMENT;
+	for (int b = 0; b < n && b < MAX_BOARDS; b++) {
+		unsigned d2 = 0, b2 = (unsigned)b + 1, v2 = 0, f2 = 0;
+
+		(void)script_bus(script_value(V, b, "bus"), &d2, &b2, &v2, &f2);
+		if (d2 != dom || b2 != bus || v2 != dev || f2 != fn || script_ll(V, b, "absent", 0))
+			continue;
+		e = enter(&devices[b], "nvmlDeviceGetHandleByPciBusId_v2", &b);
+		if (e)
+			return e;
+		*device = &devices[b];
+		return NVML_OK;
+	}
+	return NVML_E_NOT_FOUND;
 }
 
 unsigned int
@@ -292,7 +361,8 @@ nvmlDeviceGetRemappedRows(nvml_device d, unsigned int *corr, unsigned int *unc,
 static int
 recovery_value(const char *v)
 {
-	static const char *const names[] = { "none", "reset", "reboot", "drain", "drain_reset" };
+	static const char *const names[] = { "none", "reset", "reboot", "drain", "drain_reset",
+	                                     "imex" };
 
 	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strcmp(v, names[i]) == 0)
@@ -352,11 +422,11 @@ reasons(const char *v)
 	return bits;
 }
 
-unsigned int
-nvmlDeviceGetCurrentClocksEventReasons(nvml_device d, unsigned long long *r)
+static unsigned
+clocks_reasons(nvml_device d, unsigned long long *r, const char *call)
 {
 	int b;
-	unsigned e = enter(d, "nvmlDeviceGetCurrentClocksEventReasons", &b);
+	unsigned e = enter(d, call, &b);
 
 	if (e)
 		return e;
@@ -364,10 +434,18 @@ nvmlDeviceGetCurrentClocksEventReasons(nvml_device d, unsigned long long *r)
 	return NVML_OK;
 }
 
+#ifndef FAKE_NVML_OLD
+unsigned int
+nvmlDeviceGetCurrentClocksEventReasons(nvml_device d, unsigned long long *r)
+{
+	return clocks_reasons(d, r, "nvmlDeviceGetCurrentClocksEventReasons");
+}
+#endif
+
 unsigned int
 nvmlDeviceGetCurrentClocksThrottleReasons(nvml_device d, unsigned long long *r)
 {
-	return nvmlDeviceGetCurrentClocksEventReasons(d, r);
+	return clocks_reasons(d, r, "nvmlDeviceGetCurrentClocksThrottleReasons");
 }
 
 unsigned int
@@ -383,6 +461,26 @@ nvmlDeviceGetTemperature(nvml_device d, unsigned int sensor, unsigned int *celsi
 	*celsius = (unsigned)script_ll(V, b, "temperature", 40);
 	return NVML_OK;
 }
+
+#ifndef FAKE_NVML_OLD
+unsigned int
+nvmlDeviceGetTemperatureV(nvml_device d, struct nvml_temperature *t)
+{
+	int b;
+	unsigned e = enter(d, "nvmlDeviceGetTemperatureV", &b);
+
+	if (e)
+		return e;
+	if (!t)
+		return NVML_E_INVALID_ARGUMENT;
+	if (t->version != NVML_TEMPERATURE_V1)
+		return NVML_E_ARGUMENT_VERSION_MISMATCH;
+	if (t->sensor_type != NVML_TEMPERATURE_GPU)
+		return NVML_E_INVALID_ARGUMENT;
+	t->temperature = (int)script_ll(V, b, "temperature", 40);
+	return NVML_OK;
+}
+#endif
 
 unsigned int
 nvmlDeviceGetTemperatureThreshold(nvml_device d, unsigned int type, unsigned int *celsius)
@@ -486,8 +584,10 @@ nvmlDeviceGetPowerUsage(nvml_device d, unsigned int *milliwatts)
 unsigned int
 nvmlEventSetCreate(nvml_event_set *set)
 {
-	if (!initialised)
-		return NVML_E_UNINITIALIZED;
+	unsigned e = enter_library("nvmlEventSetCreate");
+
+	if (e)
+		return e;
 	if (!set)
 		return NVML_E_INVALID_ARGUMENT;
 	*set = calloc(1, sizeof(**set));
@@ -544,7 +644,7 @@ unsigned int
 nvmlEventSetWait_v2(nvml_event_set set, struct nvml_event_data *data, unsigned int timeout_ms)
 {
 	struct timespec nap = { 0, 10 * 1000000L };
-	unsigned waited = 0;
+	unsigned waited = 0, e;
 
 	if (!initialised)
 		return NVML_E_UNINITIALIZED;
@@ -552,12 +652,15 @@ nvmlEventSetWait_v2(nvml_event_set set, struct nvml_event_data *data, unsigned i
 		return NVML_E_INVALID_ARGUMENT;
 	for (;;) {
 		script_load();
+		if ((e = enter_library("nvmlEventSetWait_v2")) != 0)
+			return e;
 		script_maybe_hang(V, "events");
+		/* Events recorded before a board was lost come first. */
+		if (next_event(set, data))
+			return NVML_OK;
 		for (int b = 0; b < MAX_BOARDS; b++)
 			if (set->types[b] && script_ll(V, b, "lost", 0))
 				return NVML_E_GPU_IS_LOST;
-		if (next_event(set, data))
-			return NVML_OK;
 		if (waited >= timeout_ms)
 			return NVML_E_TIMEOUT;
 		nanosleep(&nap, NULL);
@@ -568,8 +671,11 @@ nvmlEventSetWait_v2(nvml_event_set set, struct nvml_event_data *data, unsigned i
 unsigned int
 nvmlEventSetFree(nvml_event_set set)
 {
-	if (!initialised)
-		return NVML_E_UNINITIALIZED;
+	unsigned e = enter_library("nvmlEventSetFree");
+
+	/* Freed even when it "fails": the caller is done with it. */
 	free(set);
+	if (e)
+		return e;
 	return NVML_OK;
 }

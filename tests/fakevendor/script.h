@@ -11,10 +11,11 @@
  * VENDOR is "nvidia", "amd" or "cambricon"; INDEX is a board's index, or
  * "-" for the library as a whole; '#' starts a comment.  A key given twice
  * keeps its last value, except "event", whose lines are a board's events
- * in order.  The keys each library knows are listed in README.md beside
+ * in order, and "error" and "slow", whose lines name a call each.  The keys each library knows are listed in README.md beside
  * this file.  The script is read again at every initialisation and, for
  * NVML's events, at every wait, so a test changes the answers by
- * rewriting it.
+ * rewriting it (whole: write another file and rename it).  A library may
+ * be called from two threads at once: every table read stays valid.
  *
  * Test code only: never installed, never loaded by a real node.
  */
@@ -51,9 +52,17 @@ const char *script_event(const char *vendor, int index, int n);
  * stand for a library stuck on a wedged board. */
 void script_maybe_hang(const char *vendor, const char *stage);
 
+/* The number N of the last line "KEY CALL N" of board INDEX, or 0. */
+unsigned script_call(const char *vendor, int index, const char *key, const char *call);
+
 /* The code a call named CALL returns for board INDEX ("error CALL CODE"),
  * or 0. */
 unsigned script_error(const char *vendor, int index, const char *call);
+
+/* What every call named CALL does first, for board INDEX (-1: the
+ * library): with "- trace FILE", append its name to FILE as a line; with
+ * "INDEX slow CALL MS", sleep MS milliseconds (a board slow to answer). */
+void script_enter(const char *vendor, int index, const char *call);
 
 /* Board INDEX of the library: the INDEXth board not marked "absent 1"
  * (a board gone from the library's enumeration); -1 when none. */
