@@ -652,16 +652,22 @@ report_findings(struct node *n, const struct finding *f, size_t nf)
 	free(mf);
 }
 
-/* What the vendors' libraries say now (vhealth.h), as inspection findings. */
+/* What the vendors' libraries say now (vhealth.h), as inspection findings;
+ * XID events no longer watched are also said here, in the node's log. */
 static void
 take_board_findings(struct node *n)
 {
 	struct finding *vf = NULL;
+	const char *why;
 	size_t vn = 0;
 
 	if (n->vmon && vhealth_monitor_take(n->vmon, &vf, &vn) == 0)
 		report_findings(n, vf, vn);
 	free(vf);
+	why = n->vmon ? vhealth_monitor_events_news(n->vmon) : NULL;
+	if (why)
+		LOG_WARN("XID events of the boards are not watched: %s; each inspection reads "
+		         "the boards instead", why);
 }
 
 /* The board monitor sent something (facts, or an event such as an XID): at once. */

@@ -90,6 +90,8 @@ vhealth_quiet_stdio(void)
 struct ask {
 	enum vendor_kind kind;
 	const char *path;
+	const struct slot *slots;
+	size_t nslots;
 };
 
 struct answer {
@@ -97,16 +99,31 @@ struct answer {
 	struct vendor_facts facts;
 };
 
+/* The bus ids of KIND's boards among SLOTS, for vendor_expect(). */
+static void
+expect_slots(struct vendor_lib *l, enum vendor_kind kind, const struct slot *slots, size_t n)
+{
+	const char *ids[VENDOR_MAX_BOARDS];
+	size_t k = 0;
+
+	for (size_t i = 0; i < n && k < VENDOR_MAX_BOARDS; i++)
+		if (vhealth_vendor_of(slots[i].vendor) == kind && slots[i].pci_bus_id[0])
+			ids[k++] = slots[i].pci_bus_id;
+	vendor_expect(l, ids, k);
+}
+
 int
-vhealth_ask(enum vendor_kind kind, const char *path, struct vendor_lib **keep,
-            struct vendor_facts *f)
+vhealth_ask(enum vendor_kind kind, const char *path, const struct slot *slots, size_t nslots,
+            struct vendor_lib **keep, struct vendor_facts *f)
 {
 	struct vendor_lib *l = NULL;
 	int rc;
 
 	rc = vendor_open(kind, path, &l, f);
-	if (rc == 0)
+	if (rc == 0) {
+		expect_slots(l, kind, slots, nslots);
 		rc = vendor_read(l, f);
+	}
 	if (keep && rc == 0)
 		*keep = l;
 	else
@@ -125,7 +142,7 @@ ask_child(void *arg, int fd)
 		return 1;
 	vhealth_quiet_stdio();
 	memset(ans, 0, sizeof(*ans));
-	ans->rc = vhealth_ask(a->kind, a->path, NULL, &ans->facts);
+	ans->rc = vhealth_ask(a->kind, a->path, a->slots, a->nslots, NULL, &ans->facts);
 	rc = util_write_all(fd, ans, sizeof(*ans));
 	free(ans);
 	return rc < 0 ? 1 : 0;
@@ -143,7 +160,8 @@ vhealth_gather(const struct config *cfg, const struct slot *slots, size_t nslots
 	if (!ans)
 		return -ENOMEM;
 	for (unsigned k = 0; k < VENDOR_NKINDS; k++) {
-		struct ask a = { (enum vendor_kind)k, vhealth_library_path(&cfg->boards, k) };
+		struct ask a = { (enum vendor_kind)k, vhealth_library_path(&cfg->boards, k), slots,
+		                 nslots };
 		struct vendor_facts *f = &out->lib[k];
 		ssize_t n;
 
@@ -220,9 +238,11 @@ struct judging {
 static void
 judge_recovery(const struct judging *j)
 {
+	/* nvmlDeviceGpuRecoveryAction_t, NVML_GPU_RECOVERY_ACTION_*. */
 	static const char *const actions[] = {
 		NULL, "reset the GPU", "reboot the node", "drain peer-to-peer traffic",
 		"drain peer-to-peer traffic and reset the GPU",
+		"recover the IMEX domain (the multi-node NVLink domain's memory export service)",
 	};
 	const struct vendor_board *b = j->b;
 
@@ -230,10 +250,11 @@ judge_recovery(const struct judging *j)
 		finding_add(j->out, j->r->recovery_action, "recovery", j->dev,
 		            "the GPU needs a reset (%s answered NVML_ERROR_RESET_REQUIRED)",
 		            b->lost_call);
-	if (b->recovery > VENDOR_RECOVERY_NONE && b->recovery <= VENDOR_RECOVERY_DRAIN_AND_RESET)
+	if (b->recovery > VENDOR_RECOVERY_NONE &&
+	    b->recovery <= VENDOR_RECOVERY_RECOVER_IMEX_DOMAIN)
 		finding_add(j->out, j->r->recovery_action, "recovery", j->dev,
 		            "the driver's recommended recovery action: %s", actions[b->recovery]);
-	else if (b->recovery > VENDOR_RECOVERY_DRAIN_AND_RESET)
+	else if (b->recovery > VENDOR_RECOVERY_RECOVER_IMEX_DOMAIN)
 		finding_add(j->out, j->r->recovery_action, "recovery", j->dev,
 		            "the driver's recommended recovery action: %d", b->recovery);
 }
@@ -426,6 +447,24 @@ judge_health(const struct judging *j)
 	            : b->device_state == CNDEV_DEVICE_GOOD ? "good" : "unknown", driver);
 }
 
+/* Calls that failed on the board: what they tell is unknown, which is
+ * said rather than taken for health. */
+static void
+judge_failed(const struct judging *j)
+{
+	const struct vendor_board *b = j->b;
+
+	if (!b->failed[0])
+		return;
+	if (strchr(b->failed, ','))
+		finding_add(j->out, VERDICT_WARN, "board", j->dev,
+		            "%s failed (the first: %s): what they tell is unknown", b->failed,
+		            b->failed_why);
+	else
+		finding_add(j->out, VERDICT_WARN, "board", j->dev,
+		            "%s failed: %s: what it tells is unknown", b->failed, b->failed_why);
+}
+
 /* Every judge, for one board. */
 static void
 judge_board(struct judging *j)
@@ -439,6 +478,7 @@ judge_board(struct judging *j)
 		            "NVML_ERROR_GPU_IS_LOST)", b->lost_call);
 		return;
 	}
+	judge_failed(j);
 	judge_recovery(j);
 	judge_ecc(j);
 	judge_retired_and_remapped(j);
@@ -557,8 +597,10 @@ vhealth_judge(const struct config_boards *rules, const struct slot *slots, size_
 		const char *name = vendor_kind_name((enum vendor_kind)k);
 
 		/* Not installed: the driver's own files tell the version, the
-		 * slot check the boards.  Not an event. */
-		if (!now->asked[k] || now->rc[k] == 0 || now->rc[k] == -ENOENT)
+		 * slot check the boards.  Not an event.  Answered, with a call
+		 * that failed on the way (NVML's driver version): a warning. */
+		if (!now->asked[k] || now->rc[k] == -ENOENT ||
+		    (now->rc[k] == 0 && !now->lib[k].error[0]))
 			continue;
 		finding_add(&l, now->rc[k] == -ETIMEDOUT ? rules->unresponsive : VERDICT_WARN,
 		            "board", vhealth_kind_key((enum vendor_kind)k), "%s: %s", name,

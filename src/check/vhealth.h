@@ -13,8 +13,9 @@
  *    facts alone.
  * For a running job, vhealth_monitor keeps one child process that holds
  * the libraries open, waits in nvmlEventSetWait for XID and double-bit
- * ECC events, and sends fresh facts every interval; the agent reads them
- * from a descriptor its poll loop watches (see vhealth_monitor_start()).
+ * ECC events in one thread, and sends fresh facts every interval from
+ * another; the agent reads them from a descriptor its poll loop watches
+ * (see vhealth_monitor_start()).
  *
  * Which findings there are, with their source, is listed in vigil(1),
  * BOARD CHECKS.  The libraries describe the live system only: with
@@ -39,12 +40,14 @@
 
 /*
  * The findings (struct finding, lib/verdict.h) are:
- *   what      "board" (lost, library), "xid", "ecc", "retired-pages",
- *             "row-remap", "recovery", "throttle", "temperature", "nvlink",
- *             "ras", "health"
+ *   what      "board" (lost, library, a call that failed), "xid", "ecc",
+ *             "retired-pages", "row-remap", "recovery", "throttle",
+ *             "temperature", "nvlink", "ras", "health", "events" (XID
+ *             events not watched)
  *   device    the board's PCI bus id "0000:3b:00.0" (with "/nvlink3" or
  *             "/umc" for a link or RAS block), or the library's name when
- *             the library itself is the problem
+ *             the library itself is the problem; "nvml:3" (the library's
+ *             index) only for a board NVML can name in no way
  *   evidence  one line, e.g. "XID 79 (GPU has fallen off the bus)"
  */
 
@@ -83,10 +86,12 @@ int vhealth_gather(const struct config *cfg, const struct slot *slots, size_t ns
  * rose (ECC correctable, NVLink errors) and an NVLink active then but not
  * now is down; without it, counts are judged as they are.
  *
- * Findings, per board in slot order: lost, recovery action, reset
- * required, ECC uncorrectable, ECC correctable, retired pages pending,
- * row remapping pending/failed, throttle, temperature, NVLink, RAS
- * blocks, CNDev health; then the libraries that did not answer.  *OUT
+ * Findings, per board in slot order: lost, calls that failed (a warning
+ * naming them and NVML's words), recovery action, reset required, ECC
+ * uncorrectable, ECC correctable, retired pages pending, row remapping
+ * pending/failed, throttle, temperature, NVLink, RAS blocks, CNDev
+ * health; then the libraries that did not answer, or answered with a call
+ * that failed on the way (a warning).  *OUT
  * (NULL when *N is 0) belongs to the caller: free().  Returns 0 or
  * -ENOMEM.  Pure: no I/O, no logging.
  */
@@ -134,11 +139,12 @@ struct vhealth_monitor;
  * Start watching the boards of SLOTS: fork one child that opens the
  * libraries once, registers every NVIDIA board for XID and double-bit ECC
  * events, sends the facts of every library at once and then every
- * INTERVAL_S seconds, and sends each event as it comes.
+ * INTERVAL_S seconds, and sends each event as it comes, from a thread of
+ * its own, so that no reading delays it.
  *
- * How it fits a single-threaded poll loop: the child blocks in
- * nvmlEventSetWait (no polling of the driver) with a timeout that ends at
- * the next snapshot, and writes whole messages to a pipe.  The agent adds
+ * How it fits a single-threaded poll loop: the child's threads block in
+ * nvmlEventSetWait (no polling of the driver) and in the readings, and
+ * write whole messages to a pipe.  The agent adds
  * vhealth_monitor_fd() to its loop (readable: call vhealth_monitor_take())
  * or simply calls vhealth_monitor_take() from its inspection timer: the
  * descriptor is non-blocking and take() never waits.  A wedged board can
@@ -167,9 +173,13 @@ pid_t vhealth_monitor_pid(const struct vhealth_monitor *m);
 /*
  * Read what the child sent (never blocks) and judge: the events seen so
  * far (each XID of a board once), the latest facts against the first ones
- * (the baseline), and a library whose facts are older than twice the
+ * (the baseline), a library whose facts are older than twice the
  * interval plus the timeout (rules->unresponsive: "NVML has not answered
- * for 75 s").  *OUT (NULL when *N is 0) belongs to the caller: free().
+ * for 75 s"), and XID events that are not watched (a warning, "events" on
+ * "nvml", or on the first board that refused them when others did not,
+ * with NVML's words: registration refused, or a later wait failed; from
+ * then on XIDs are known only by what the readings of every interval
+ * show).  *OUT (NULL when *N is 0) belongs to the caller: free().
  * Returns 0, or -ENOMEM.  Findings repeat on every call while they hold,
  * as the inspection's do.  Safe in a loop callback.
  */
@@ -179,8 +189,16 @@ int vhealth_monitor_take(struct vhealth_monitor *m, struct finding **out, size_t
 const struct vhealth_facts *vhealth_monitor_facts(const struct vhealth_monitor *m);
 
 /* Whether the child has said it watches NVML events (false without NVML).
- * ERR (may be NULL) gets why events are not watched, "" when they are. */
+ * ERR (may be NULL) gets why events are not watched (on some boards, when
+ * true), "" when they are on every board. */
 bool vhealth_monitor_events(const struct vhealth_monitor *m, const char **err);
+
+/*
+ * Once each time the child says that XID events are not watched, or no
+ * longer (vhealth_monitor_take() must have read it): NVML's reason, for
+ * the agent's log; NULL otherwise.  Owned by M, valid until M changes.
+ */
+const char *vhealth_monitor_events_news(struct vhealth_monitor *m);
 
 /* Stop the child (SIGKILL, reaped if it goes at once) and free.  NULL is a no-op. */
 void vhealth_monitor_free(struct vhealth_monitor *m);

@@ -117,6 +117,10 @@ board_json(struct build *bld, const struct vendor_board *b)
 		put(bld, o, "reset_required", cJSON_CreateTrue());
 	if (b->lost || b->reset_required)
 		put(bld, o, "lost_call", cJSON_CreateString(b->lost_call));
+	if (b->failed[0]) {
+		put(bld, o, "failed_calls", cJSON_CreateString(b->failed));
+		put(bld, o, "failed_why", cJSON_CreateString(b->failed_why));
+	}
 	put_flag(bld, o, "ecc_enabled", b->ecc_enabled);
 	put_pair(bld, o, "ecc_volatile", b->ecc_volatile, NULL);
 	put_pair(bld, o, "ecc_aggregate", b->ecc_aggregate, NULL);

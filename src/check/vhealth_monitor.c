@@ -10,16 +10,22 @@
  * per inspection, and is what NVML's events need: they are recorded only
  * for an event set that stays registered.
  *
+ * The child has two threads: the first reads the boards every interval,
+ * the second waits in nvmlEventSetWait (NVML is thread-safe), so that an
+ * XID is sent the moment it comes, not after a reading that takes seconds
+ * on a busy or failing board.  Both write whole messages under one lock.
+ *
  * Messages, child to agent: a header {kind, length} and a payload of that
  * length: MSG_FACTS (rc + struct vendor_facts), MSG_EVENT (struct
- * vendor_event), MSG_EVENTS (rc + text: whether events are watched).  Both
- * ends are this program, so the structs go as they are.
+ * vendor_event), MSG_EVENTS (rc, a device and NVML's words: whether events
+ * are watched).  Both ends are this program, so the structs go as they are.
  */
 #include "autoconf.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdint.h>
@@ -55,8 +61,11 @@ struct msg_facts {
 #define MSG_FACTS_LEN(n) \
 	(offsetof(struct msg_facts, facts.boards) + (n) * sizeof(struct vendor_board))
 
+/* rc 0 with an error: some boards refused (DEVICE, the first); rc < 0:
+ * none is watched (DEVICE "nvml"). */
 struct msg_events {
 	int rc;
+	char device[24];
 	char error[200];
 };
 
@@ -74,8 +83,9 @@ struct vhealth_monitor {
 	bool have_facts;
 	struct vendor_event events[MAX_EVENTS];
 	size_t nevents;
-	bool events_known, events_on;
+	bool events_known, events_on, events_news;
 	char events_error[200];
+	char events_device[24];
 	char *buf;                   /* bytes read, not yet a whole message */
 	size_t len, cap;
 };
@@ -87,7 +97,10 @@ struct child {
 	pid_t parent;
 	const struct config_boards *rules;
 	const bool *asked;
+	const struct slot *slots;
+	size_t nslots;
 	double interval_s;
+	pthread_mutex_t lock;                     /* one message at a time */
 	struct vendor_lib *libs[VENDOR_NKINDS];
 	struct msg_facts *facts[VENDOR_NKINDS];   /* each library's, kept between reads */
 };
@@ -96,10 +109,14 @@ static void
 send_msg(struct child *c, uint32_t kind, const void *payload, uint32_t len)
 {
 	struct msg_head h = { kind, len };
+	bool ok;
 
-	/* The agent is gone (EPIPE) or our parent changed: nothing to do. */
-	if (util_write_all(c->fd, &h, sizeof(h)) < 0 || util_write_all(c->fd, payload, len) < 0 ||
-	    getppid() != c->parent)
+	(void)pthread_mutex_lock(&c->lock);
+	ok = util_write_all(c->fd, &h, sizeof(h)) == 0 && util_write_all(c->fd, payload, len) == 0;
+	(void)pthread_mutex_unlock(&c->lock);
+	/* The agent is gone (EPIPE) or our parent changed: nothing to do.
+	 * _exit() ends the other thread too. */
+	if (!ok || getppid() != c->parent)
 		_exit(0);
 }
 
@@ -136,7 +153,7 @@ open_libraries(struct child *c)
 			_exit(1);
 		c->facts[k]->rc = vhealth_ask((enum vendor_kind)k,
 		                              vhealth_library_path(c->rules, (enum vendor_kind)k),
-		                              &c->libs[k], &c->facts[k]->facts);
+		                              c->slots, c->nslots, &c->libs[k], &c->facts[k]->facts);
 		send_facts(c, k);
 	}
 }
@@ -150,52 +167,87 @@ nap_ms(long ms)
 	(void)nanosleep(&ts, NULL);
 }
 
+/* The second thread: every NVML event as it comes, until the wait fails. */
+static void *
+watch_events(void *arg)
+{
+	struct child *c = arg;
+	struct msg_events ev;
+
+	memset(&ev, 0, sizeof(ev));
+	for (;;) {
+		struct vendor_event e;
+		int rc = vendor_events_wait(c->libs[VENDOR_NVML], 1000, &e, ev.error,
+		                            sizeof(ev.error));
+
+		if (getppid() != c->parent)
+			_exit(0);
+		if (rc == -ETIMEDOUT)
+			continue;
+		if (rc < 0)
+			break;
+		send_msg(c, MSG_EVENT, &e, sizeof(e));
+		/* A lost GPU answers every wait at once: report it, then rely
+		 * on the readings until the next wait says more. */
+		if (e.kind == VENDOR_EVENT_LOST)
+			nap_ms((long)(c->interval_s * 1000) + 1);
+	}
+	/* The watch is over: say why, the readings go on. */
+	ev.rc = -EIO;
+	snprintf(ev.device, sizeof(ev.device), "%s", vhealth_kind_key(VENDOR_NVML));
+	send_msg(c, MSG_EVENTS, &ev, sizeof(ev));
+	return NULL;
+}
+
+/* Register NVML's events, say how it went, and start the thread that waits. */
+static void
+start_events(struct child *c)
+{
+	struct msg_events ev;
+	pthread_t t;
+	int rc;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.rc = vendor_events_open(c->libs[VENDOR_NVML], ev.error, sizeof(ev.error));
+	snprintf(ev.device, sizeof(ev.device), "%s",
+	         ev.rc == 0 ? vendor_events_refused(c->libs[VENDOR_NVML])
+	                    : vhealth_kind_key(VENDOR_NVML));
+	/* Sent before the thread starts: a wait that fails at once must
+	 * not be overtaken by the news that events are watched. */
+	send_msg(c, MSG_EVENTS, &ev, sizeof(ev));
+	if (ev.rc < 0)
+		return;
+	rc = pthread_create(&t, NULL, watch_events, c);
+	if (rc == 0) {
+		(void)pthread_detach(t);
+		return;
+	}
+	ev.rc = -rc;
+	snprintf(ev.device, sizeof(ev.device), "%s", vhealth_kind_key(VENDOR_NVML));
+	snprintf(ev.error, sizeof(ev.error), "no thread to wait for events: %s", strerror(rc));
+	send_msg(c, MSG_EVENTS, &ev, sizeof(ev));
+}
+
 static void __attribute__((noreturn))
 child_main(struct child *c)
 {
-	struct msg_events ev = { 0, "" };
-	bool watching = false;
 	int64_t next;
 
 	open_libraries(c);
-	if (c->libs[VENDOR_NVML]) {
-		ev.rc = vendor_events_open(c->libs[VENDOR_NVML], ev.error, sizeof(ev.error));
-		watching = ev.rc == 0;
-		send_msg(c, MSG_EVENTS, &ev, sizeof(ev));
-	}
+	if (c->libs[VENDOR_NVML])
+		start_events(c);
 	next = util_now_ns() + (int64_t)(c->interval_s * 1e9);
 	for (;;) {
 		int64_t left = next - util_now_ns();
-		struct vendor_event e;
-		int rc;
 
-		if (left <= 0) {
-			snapshot(c);
-			next = util_now_ns() + (int64_t)(c->interval_s * 1e9);
-			continue;
-		}
-		if (!watching) {
+		if (left > 0) {
 			nap_ms(left / 1000000 + 1);
 			if (getppid() != c->parent)
 				_exit(0);
 			continue;
 		}
-		rc = vendor_events_wait(c->libs[VENDOR_NVML], (unsigned)(left / 1000000 + 1), &e);
-		if (rc == -ETIMEDOUT)
-			continue;
-		if (rc == 0)
-			send_msg(c, MSG_EVENT, &e, sizeof(e));
-		/* A lost GPU answers every wait at once: report it, then rely
-		 * on the snapshots until the next one says more. */
-		if (rc == 0 && e.kind == VENDOR_EVENT_LOST)
-			nap_ms(left / 1000000 + 1);
-		if (rc < 0) {
-			ev.rc = rc;
-			snprintf(ev.error, sizeof(ev.error), "nvmlEventSetWait failed: %s",
-			         strerror(-rc));
-			send_msg(c, MSG_EVENTS, &ev, sizeof(ev));
-			watching = false;
-		}
+		snapshot(c);
+		next = util_now_ns() + (int64_t)(c->interval_s * 1e9);
 	}
 }
 
@@ -265,7 +317,11 @@ fork_child(struct vhealth_monitor *m, int fds[2])
 	c.parent = parent;
 	c.rules = &m->rules;
 	c.asked = m->asked;
+	c.slots = m->slots;
+	c.nslots = m->nslots;
 	c.interval_s = m->interval_s;
+	if (pthread_mutex_init(&c.lock, NULL) != 0)
+		_exit(1);
 	child_main(&c);
 }
 
@@ -355,6 +411,15 @@ vhealth_monitor_events(const struct vhealth_monitor *m, const char **err)
 	return m->events_on;
 }
 
+const char *
+vhealth_monitor_events_news(struct vhealth_monitor *m)
+{
+	if (!m->events_news)
+		return NULL;
+	m->events_news = false;
+	return m->events_error;
+}
+
 static void
 take_facts(struct vhealth_monitor *m, const struct msg_facts *msg)
 {
@@ -420,9 +485,13 @@ take_message(struct vhealth_monitor *m, uint32_t kind, const char *p, uint32_t l
 
 		memcpy(&e, p, sizeof(e));
 		e.error[sizeof(e.error) - 1] = '\0';
+		e.device[sizeof(e.device) - 1] = '\0';
 		m->events_known = true;
 		m->events_on = e.rc == 0;
+		m->events_news = e.error[0] != '\0';
 		snprintf(m->events_error, sizeof(m->events_error), "%s", e.error);
+		snprintf(m->events_device, sizeof(m->events_device), "%s",
+		         e.device[0] ? e.device : vhealth_kind_key(VENDOR_NVML));
 	}
 }
 
@@ -498,6 +567,12 @@ vhealth_monitor_take(struct vhealth_monitor *m, struct finding **out, size_t *n)
 		finding_add(&l, judged[i].verdict, judged[i].what, judged[i].device, "%s",
 		            judged[i].evidence);
 	free(judged);
+	/* XIDs leave no trace NVML can be asked for later: say that they
+	 * are not watched, for as long as it holds. */
+	if (m->events_known && m->events_error[0])
+		finding_add(&l, VERDICT_WARN, "events", m->events_device,
+		            "XID events are not watched%s: %s; each inspection reads the boards "
+		            "instead", m->events_on ? " on every board" : "", m->events_error);
 	for (unsigned k = 0; k < VENDOR_NKINDS; k++) {
 		double since = m->seen[k] > 0 ? m->seen[k] : m->started;
 

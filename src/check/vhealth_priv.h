@@ -23,10 +23,12 @@ void vhealth_asked(const struct config_boards *rules, const struct slot *slots, 
 /* "nvml", "rocm_smi", "cndev": JSON keys and device names. */
 const char *vhealth_kind_key(enum vendor_kind k);
 
-/* Open K's library and read every board into F; with KEEP, an open
- * library is left there for more reads.  Returns as vendor_open/read. */
-int vhealth_ask(enum vendor_kind kind, const char *path, struct vendor_lib **keep,
-                struct vendor_facts *f);
+/* Open K's library and read every board into F, a board the library
+ * cannot name looked up among the bus ids of SLOTS (vendor_expect()); with
+ * KEEP, an open library is left there for more reads.  Returns as
+ * vendor_open/read. */
+int vhealth_ask(enum vendor_kind kind, const char *path, const struct slot *slots,
+                size_t nslots, struct vendor_lib **keep, struct vendor_facts *f);
 
 /* In a child: standard output and error to /dev/null. */
 void vhealth_quiet_stdio(void);

@@ -11,7 +11,9 @@
  * a board, that the board is lost (NVML_ERROR_GPU_IS_LOST) or needs a
  * reset (NVML_ERROR_RESET_REQUIRED): those answers are facts about the
  * board, recorded wherever they come from, and a lost board is asked
- * nothing more (each further call would wait on it again).
+ * nothing more (each further call would wait on it again).  Any other
+ * NVML failure but "not supported" is recorded on the board too (the
+ * call and NVML's words), so that a fact left unknown is never silent.
  */
 #include "autoconf.h"
 
@@ -34,6 +36,7 @@ struct nvml_api {
 	nvml_driver_version_fn *driver_version;
 	nvml_count_fn *count;
 	nvml_handle_fn *handle;
+	nvml_handle_by_bus_fn *handle_by_bus;
 	nvml_pci_info_fn *pci_info;
 	nvml_name_fn *name;
 	nvml_ecc_mode_fn *ecc_mode;
@@ -43,7 +46,9 @@ struct nvml_api {
 	nvml_remapped_rows_fn *remapped_rows;
 	nvml_field_values_fn *field_values;
 	nvml_clocks_reasons_fn *clocks_reasons;
+	const char *clocks_reasons_name;
 	nvml_temperature_fn *temperature;
+	nvml_temperature_v_fn *temperature_v;
 	nvml_temperature_threshold_fn *temperature_threshold;
 	nvml_nvlink_state_fn *nvlink_state;
 	nvml_nvlink_error_fn *nvlink_error;
@@ -53,6 +58,7 @@ struct nvml_api {
 	nvml_event_set_create_fn *event_set_create;
 	nvml_register_events_fn *register_events;
 	nvml_event_set_wait_fn *event_set_wait;
+	const char *event_set_wait_name;
 	nvml_event_set_free_fn *event_set_free;
 };
 
@@ -90,6 +96,13 @@ struct cndev_api {
 	cndev_pcie_fn *pcie;
 };
 
+/* An NVML board as a read named it. */
+struct nvml_known {
+	nvml_device device;
+	char bus_id[24];
+	int index;
+};
+
 struct vendor_lib {
 	enum vendor_kind kind;
 	void *dl;
@@ -99,10 +112,22 @@ struct vendor_lib {
 		struct cndev_api cndev;
 	} api;
 	int cndev_version;               /* the API version CNDev accepted */
+	char open_error[200];            /* what vendor_open() said, library kept */
+	/* Every handle a read has named, for the library's life (NVML's
+	 * handles are valid that long): a board that stops answering keeps
+	 * its name.  Written by vendor_read() alone. */
+	struct nvml_known known[VENDOR_MAX_BOARDS];
+	unsigned nknown;
+	char expect[VENDOR_MAX_BOARDS][24];      /* vendor_expect() */
+	unsigned nexpect;
+	/* The boards registered for events: written by vendor_events_open()
+	 * alone, then read by vendor_events_wait(), so a thread waiting for
+	 * events reads nothing another thread's vendor_read() changes. */
 	nvml_event_set events;           /* NULL until vendor_events_open() */
-	nvml_device devices[VENDOR_MAX_BOARDS];  /* to name an event's board */
-	char bus_ids[VENDOR_MAX_BOARDS][24];
-	unsigned ndevices;
+	struct nvml_known watched[VENDOR_MAX_BOARDS];
+	bool watched_lost[VENDOR_MAX_BOARDS];
+	unsigned nwatched;
+	char refused[24];                /* the first board that refused events */
 };
 
 static const char *const kind_names[VENDOR_NKINDS] = { "NVML", "ROCm SMI", "CNDev" };
@@ -267,6 +292,14 @@ nvml_error(const struct vendor_lib *l, struct vendor_facts *f, const char *call,
 	snprintf(f->error, sizeof(f->error), "%s failed: %s (%u)", call, nvml_text(l, r), r);
 }
 
+/* NVML_ERROR_NOT_SUPPORTED and NVML_ERROR_FUNCTION_NOT_FOUND: the board or
+ * the driver does not offer the fact, which is no failure. */
+static bool
+nvml_unsupported(unsigned r)
+{
+	return r == NVML_E_NOT_SUPPORTED || r == NVML_E_FUNCTION_NOT_FOUND;
+}
+
 static bool
 nvml_load(struct vendor_lib *l)
 {
@@ -276,6 +309,7 @@ nvml_load(struct vendor_lib *l)
 	SYM(l, nvml.driver_version, nvml_driver_version_fn, "nvmlSystemGetDriverVersion");
 	SYM(l, nvml.count, nvml_count_fn, "nvmlDeviceGetCount_v2");
 	SYM(l, nvml.handle, nvml_handle_fn, "nvmlDeviceGetHandleByIndex_v2");
+	SYM(l, nvml.handle_by_bus, nvml_handle_by_bus_fn, "nvmlDeviceGetHandleByPciBusId_v2");
 	SYM(l, nvml.pci_info, nvml_pci_info_fn, "nvmlDeviceGetPciInfo_v3");
 	SYM(l, nvml.name, nvml_name_fn, "nvmlDeviceGetName");
 	SYM(l, nvml.ecc_mode, nvml_ecc_mode_fn, "nvmlDeviceGetEccMode");
@@ -286,10 +320,16 @@ nvml_load(struct vendor_lib *l)
 	SYM(l, nvml.remapped_rows, nvml_remapped_rows_fn, "nvmlDeviceGetRemappedRows");
 	SYM(l, nvml.field_values, nvml_field_values_fn, "nvmlDeviceGetFieldValues");
 	/* Renamed in CUDA 12.2 (driver 535); the old name stays exported. */
+	l->api.nvml.clocks_reasons_name = "nvmlDeviceGetCurrentClocksEventReasons";
 	if (!SYM(l, nvml.clocks_reasons, nvml_clocks_reasons_fn,
-	         "nvmlDeviceGetCurrentClocksEventReasons"))
+	         "nvmlDeviceGetCurrentClocksEventReasons")) {
+		l->api.nvml.clocks_reasons_name = "nvmlDeviceGetCurrentClocksThrottleReasons";
 		SYM(l, nvml.clocks_reasons, nvml_clocks_reasons_fn,
 		    "nvmlDeviceGetCurrentClocksThrottleReasons");
+	}
+	/* nvmlDeviceGetTemperature is deprecated since NVML 13.0; drivers
+	 * before its replacement have only the old call. */
+	SYM(l, nvml.temperature_v, nvml_temperature_v_fn, "nvmlDeviceGetTemperatureV");
 	SYM(l, nvml.temperature, nvml_temperature_fn, "nvmlDeviceGetTemperature");
 	SYM(l, nvml.temperature_threshold, nvml_temperature_threshold_fn,
 	    "nvmlDeviceGetTemperatureThreshold");
@@ -301,8 +341,11 @@ nvml_load(struct vendor_lib *l)
 	SYM(l, nvml.event_set_create, nvml_event_set_create_fn, "nvmlEventSetCreate");
 	SYM(l, nvml.register_events, nvml_register_events_fn, "nvmlDeviceRegisterEvents");
 	/* _v2 since driver 450; _v1 fills the same first three fields. */
-	if (!SYM(l, nvml.event_set_wait, nvml_event_set_wait_fn, "nvmlEventSetWait_v2"))
+	l->api.nvml.event_set_wait_name = "nvmlEventSetWait_v2";
+	if (!SYM(l, nvml.event_set_wait, nvml_event_set_wait_fn, "nvmlEventSetWait_v2")) {
+		l->api.nvml.event_set_wait_name = "nvmlEventSetWait";
 		SYM(l, nvml.event_set_wait, nvml_event_set_wait_fn, "nvmlEventSetWait");
+	}
 	SYM(l, nvml.event_set_free, nvml_event_set_free_fn, "nvmlEventSetFree");
 	return l->api.nvml.init && l->api.nvml.shutdown && l->api.nvml.count &&
 	       l->api.nvml.handle;
@@ -337,22 +380,48 @@ nvml_open(struct vendor_lib *l, struct vendor_facts *f)
 	return 0;
 }
 
+/* Add CALL to the calls that failed on B, with NVML's words for the first. */
+static void
+nvml_failed(const struct nvml_api *a, struct vendor_board *b, const char *call, unsigned r)
+{
+	const char *text = a->error_string ? a->error_string(r) : NULL;
+	size_t used = strlen(b->failed), len = strlen(call);
+	const char *p = b->failed;
+
+	while ((p = strstr(p, call)) != NULL) {
+		if ((p == b->failed || p[-1] == ' ') && (p[len] == '\0' || p[len] == ','))
+			return;  /* listed already */
+		p += len;
+	}
+	if (!b->failed_why[0])
+		snprintf(b->failed_why, sizeof(b->failed_why), "%s (%u)", text ? text : "error", r);
+	if (used + (used ? 2 : 0) + len < sizeof(b->failed))
+		snprintf(b->failed + used, sizeof(b->failed) - used, "%s%s", used ? ", " : "", call);
+}
+
 /*
  * Whether CALL's answer R carries a value for board B; a lost board or one
- * that needs a reset is noted on the way.
+ * that needs a reset is noted on the way, and any other failure but "not
+ * supported" is recorded (nvml_failed()).
  */
 static bool
-nvml_ok(struct vendor_board *b, const char *call, unsigned r)
+nvml_ok(const struct nvml_api *a, struct vendor_board *b, const char *call, unsigned r)
 {
 	if (r == NVML_OK)
 		return true;
-	if (r == NVML_E_GPU_IS_LOST && !b->lost) {
-		b->lost = true;
-		snprintf(b->lost_call, sizeof(b->lost_call), "%s", call);
-	} else if (r == NVML_E_RESET_REQUIRED && !b->reset_required) {
-		b->reset_required = true;
-		if (!b->lost)
+	if (r == NVML_E_GPU_IS_LOST) {
+		if (!b->lost) {
+			b->lost = true;
 			snprintf(b->lost_call, sizeof(b->lost_call), "%s", call);
+		}
+	} else if (r == NVML_E_RESET_REQUIRED) {
+		if (!b->reset_required) {
+			b->reset_required = true;
+			if (!b->lost)
+				snprintf(b->lost_call, sizeof(b->lost_call), "%s", call);
+		}
+	} else if (!nvml_unsupported(r)) {
+		nvml_failed(a, b, call, r);
 	}
 	return false;
 }
@@ -364,7 +433,7 @@ nvml_identity(const struct nvml_api *a, nvml_device d, struct vendor_board *b)
 	char name[96] = "";
 
 	memset(&pci, 0, sizeof(pci));
-	if (a->pci_info && nvml_ok(b, "nvmlDeviceGetPciInfo_v3", a->pci_info(d, &pci))) {
+	if (a->pci_info && nvml_ok(a, b, "nvmlDeviceGetPciInfo_v3", a->pci_info(d, &pci))) {
 		unsigned long domain;
 		unsigned bus, dev, fn = 0;
 
@@ -373,7 +442,8 @@ nvml_identity(const struct nvml_api *a, nvml_device d, struct vendor_board *b)
 		if (sscanf(pci.bus_id, "%lx:%x:%x.%x", &domain, &bus, &dev, &fn) >= 3)
 			bus_id(b->bus_id, sizeof(b->bus_id), domain, bus, dev, fn);
 	}
-	if (!b->lost && a->name && nvml_ok(b, "nvmlDeviceGetName", a->name(d, name, sizeof(name)))) {
+	if (!b->lost && a->name &&
+	    nvml_ok(a, b, "nvmlDeviceGetName", a->name(d, name, sizeof(name)))) {
 		name[sizeof(name) - 1] = '\0';
 		snprintf(b->name, sizeof(b->name), "%s", name);
 	}
@@ -387,7 +457,7 @@ nvml_retired(const struct nvml_api *a, nvml_device d, struct vendor_board *b, un
 	unsigned n = 256, r;
 
 	r = a->retired_pages(d, cause, &n, addresses);
-	if (r == NVML_E_INSUFFICIENT_SIZE || nvml_ok(b, "nvmlDeviceGetRetiredPages", r))
+	if (r == NVML_E_INSUFFICIENT_SIZE || nvml_ok(a, b, "nvmlDeviceGetRetiredPages", r))
 		b->retired[cause] = n;
 }
 
@@ -399,8 +469,8 @@ nvml_recovery(const struct nvml_api *a, nvml_device d, struct vendor_board *b)
 
 	memset(&v, 0, sizeof(v));
 	v.field_id = NVML_FI_GPU_RECOVERY_ACTION;
-	if (!nvml_ok(b, "nvmlDeviceGetFieldValues", a->field_values(d, 1, &v)) ||
-	    !nvml_ok(b, "nvmlDeviceGetFieldValues", v.nvml_return))
+	if (!nvml_ok(a, b, "nvmlDeviceGetFieldValues", a->field_values(d, 1, &v)) ||
+	    !nvml_ok(a, b, "nvmlDeviceGetFieldValues", v.nvml_return))
 		return;
 	switch (v.value_type) {
 	case NVML_VALUE_UINT: b->recovery = (int)v.value.ui; break;
@@ -419,13 +489,13 @@ nvml_memory_errors(const struct nvml_api *a, nvml_device d, struct vendor_board 
 	unsigned cur = 0, pend = 0, c = 0, u = 0, p = 0, fail = 0;
 	unsigned long long n;
 
-	if (a->ecc_mode && nvml_ok(b, "nvmlDeviceGetEccMode", a->ecc_mode(d, &cur, &pend)))
+	if (a->ecc_mode && nvml_ok(a, b, "nvmlDeviceGetEccMode", a->ecc_mode(d, &cur, &pend)))
 		b->ecc_enabled = cur == NVML_FEATURE_ENABLED;
 	for (unsigned t = 0; a->total_ecc && !b->lost && t < 2; t++) {
-		if (nvml_ok(b, "nvmlDeviceGetTotalEccErrors",
+		if (nvml_ok(a, b, "nvmlDeviceGetTotalEccErrors",
 		            a->total_ecc(d, t, NVML_ECC_VOLATILE, &n)))
 			b->ecc_volatile[t] = n > LLONG_MAX ? LLONG_MAX : (long long)n;
-		if (nvml_ok(b, "nvmlDeviceGetTotalEccErrors",
+		if (nvml_ok(a, b, "nvmlDeviceGetTotalEccErrors",
 		            a->total_ecc(d, t, NVML_ECC_AGGREGATE, &n)))
 			b->ecc_aggregate[t] = n > LLONG_MAX ? LLONG_MAX : (long long)n;
 	}
@@ -434,11 +504,11 @@ nvml_memory_errors(const struct nvml_api *a, nvml_device d, struct vendor_board 
 		nvml_retired(a, d, b, NVML_RETIRED_DBE);
 	}
 	if (a->retired_pending && !b->lost &&
-	    nvml_ok(b, "nvmlDeviceGetRetiredPagesPendingStatus", a->retired_pending(d, &p)))
+	    nvml_ok(a, b, "nvmlDeviceGetRetiredPagesPendingStatus", a->retired_pending(d, &p)))
 		b->retired_pending = p == NVML_FEATURE_ENABLED;
 	/* Ampere and later: row remapping replaces page retirement. */
 	if (a->remapped_rows && !b->lost &&
-	    nvml_ok(b, "nvmlDeviceGetRemappedRows", a->remapped_rows(d, &c, &u, &p, &fail))) {
+	    nvml_ok(a, b, "nvmlDeviceGetRemappedRows", a->remapped_rows(d, &c, &u, &p, &fail))) {
 		b->remapped[0] = c;
 		b->remapped[1] = u;
 		b->remap_pending = p != 0;
@@ -448,6 +518,28 @@ nvml_memory_errors(const struct nvml_api *a, nvml_device d, struct vendor_board 
 		nvml_recovery(a, d, b);
 }
 
+/* The GPU's temperature: nvmlDeviceGetTemperatureV where the library has
+ * it and the driver knows its struct, else the deprecated call. */
+static void
+nvml_temperature(const struct nvml_api *a, nvml_device d, struct vendor_board *b)
+{
+	unsigned t, r;
+
+	if (a->temperature_v) {
+		struct nvml_temperature tv = { NVML_TEMPERATURE_V1, NVML_TEMPERATURE_GPU, 0 };
+
+		r = a->temperature_v(d, &tv);
+		if (r != NVML_E_ARGUMENT_VERSION_MISMATCH && r != NVML_E_FUNCTION_NOT_FOUND) {
+			if (nvml_ok(a, b, "nvmlDeviceGetTemperatureV", r))
+				b->temperature = tv.temperature < 0 ? -1 : tv.temperature;
+			return;
+		}
+	}
+	if (a->temperature &&
+	    nvml_ok(a, b, "nvmlDeviceGetTemperature", a->temperature(d, NVML_TEMPERATURE_GPU, &t)))
+		b->temperature = t > INT_MAX ? INT_MAX : (int)t;
+}
+
 static void
 nvml_clocks(const struct nvml_api *a, nvml_device d, struct vendor_board *b)
 {
@@ -455,13 +547,12 @@ nvml_clocks(const struct nvml_api *a, nvml_device d, struct vendor_board *b)
 	unsigned t;
 
 	if (a->clocks_reasons &&
-	    nvml_ok(b, "nvmlDeviceGetCurrentClocksEventReasons", a->clocks_reasons(d, &reasons)))
+	    nvml_ok(a, b, a->clocks_reasons_name, a->clocks_reasons(d, &reasons)))
 		b->throttle = (long long)(reasons & 0xffffffffULL);
-	if (a->temperature && !b->lost &&
-	    nvml_ok(b, "nvmlDeviceGetTemperature", a->temperature(d, NVML_TEMPERATURE_GPU, &t)))
-		b->temperature = t > INT_MAX ? INT_MAX : (int)t;
+	if (!b->lost)
+		nvml_temperature(a, d, b);
 	if (a->temperature_threshold && !b->lost &&
-	    nvml_ok(b, "nvmlDeviceGetTemperatureThreshold",
+	    nvml_ok(a, b, "nvmlDeviceGetTemperatureThreshold",
 	            a->temperature_threshold(d, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &t)))
 		b->slowdown = t > INT_MAX ? INT_MAX : (int)t;
 }
@@ -477,13 +568,14 @@ nvml_links(const struct nvml_api *a, nvml_device d, struct vendor_board *b)
 		 * past the board's last link. */
 		if (r == NVML_E_INVALID_ARGUMENT || (r == NVML_E_NOT_SUPPORTED && i == 0))
 			break;
-		if (!nvml_ok(b, "nvmlDeviceGetNvLinkState", r))
+		if (!nvml_ok(a, b, "nvmlDeviceGetNvLinkState", r))
 			continue;
 		b->link[i] = active == NVML_FEATURE_ENABLED;
 		for (unsigned c = 0; a->nvlink_error && c < VENDOR_LINK_COUNTERS; c++) {
 			unsigned long long v;
 
-			if (nvml_ok(b, "nvmlDeviceGetNvLinkErrorCounter", a->nvlink_error(d, i, c, &v)))
+			if (nvml_ok(a, b, "nvmlDeviceGetNvLinkErrorCounter",
+			            a->nvlink_error(d, i, c, &v)))
 				b->link_errors[i][c] = v > LLONG_MAX ? LLONG_MAX : (long long)v;
 		}
 	}
@@ -496,20 +588,116 @@ nvml_usage(const struct nvml_api *a, nvml_device d, struct vendor_board *b)
 	struct nvml_memory m;
 	unsigned mw;
 
-	if (a->utilization && nvml_ok(b, "nvmlDeviceGetUtilizationRates", a->utilization(d, &u)))
+	if (a->utilization &&
+	    nvml_ok(a, b, "nvmlDeviceGetUtilizationRates", a->utilization(d, &u)))
 		b->utilization = u.gpu > 100 ? 100 : (int)u.gpu;
-	if (a->memory && !b->lost && nvml_ok(b, "nvmlDeviceGetMemoryInfo", a->memory(d, &m))) {
+	if (a->memory && !b->lost && nvml_ok(a, b, "nvmlDeviceGetMemoryInfo", a->memory(d, &m))) {
 		b->memory_used = m.used > LLONG_MAX ? LLONG_MAX : (long long)m.used;
 		b->memory_total = m.total > LLONG_MAX ? LLONG_MAX : (long long)m.total;
 	}
-	if (a->power && !b->lost && nvml_ok(b, "nvmlDeviceGetPowerUsage", a->power(d, &mw)))
+	if (a->power && !b->lost && nvml_ok(a, b, "nvmlDeviceGetPowerUsage", a->power(d, &mw)))
 		b->power_mw = mw;
+}
+
+/* The entry of L's known boards for handle D, or NULL. */
+static struct nvml_known *
+nvml_known_of(struct vendor_lib *l, nvml_device d)
+{
+	for (unsigned i = 0; d && i < l->nknown; i++)
+		if (l->known[i].device == d)
+			return &l->known[i];
+	return NULL;
+}
+
+/* Board B, handle D, was named: remember it for the library's life. */
+static void
+nvml_remember(struct vendor_lib *l, nvml_device d, const struct vendor_board *b)
+{
+	struct nvml_known *k = nvml_known_of(l, d);
+
+	if (!b->bus_id[0])
+		return;
+	if (!k && l->nknown < VENDOR_MAX_BOARDS)
+		k = &l->known[l->nknown++];
+	if (!k)
+		return;
+	k->device = d;
+	k->index = b->index;
+	snprintf(k->bus_id, sizeof(k->bus_id), "%s", b->bus_id);
+}
+
+static bool
+named_in(const struct vendor_facts *f, const char *bus)
+{
+	for (size_t i = 0; i < f->nboards; i++)
+		if (strcmp(f->boards[i].bus_id, bus) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Look BUS up (nvmlDeviceGetHandleByPciBusId_v2) for the boards of F that
+ * have no name yet: the board whose handle it returns takes it; a lost
+ * answer goes to the first lost board without a name (a board that fell
+ * off the bus answers no call that would name it).
+ */
+static void
+nvml_look_up(const struct vendor_lib *l, struct vendor_facts *f, const nvml_device *handles,
+             const char *bus)
+{
+	const struct nvml_api *a = &l->api.nvml;
+	nvml_device d = NULL;
+	unsigned r = a->handle_by_bus(bus, &d);
+
+	for (size_t i = 0; i < f->nboards; i++) {
+		struct vendor_board *b = &f->boards[i];
+
+		if (b->bus_id[0])
+			continue;
+		if ((r == NVML_OK && handles[i] && handles[i] == d) ||
+		    (r == NVML_E_GPU_IS_LOST && b->lost)) {
+			snprintf(b->bus_id, sizeof(b->bus_id), "%s", bus);
+			return;
+		}
+		if (r != NVML_OK && r != NVML_E_GPU_IS_LOST && r != NVML_E_NOT_FOUND)
+			nvml_failed(a, b, "nvmlDeviceGetHandleByPciBusId_v2", r);
+	}
+}
+
+/* Name the boards of F whose PCI identity could not be read. */
+static void
+nvml_name_boards(struct vendor_lib *l, struct vendor_facts *f, const nvml_device *handles)
+{
+	unsigned nameless = 0;
+
+	for (size_t i = 0; i < f->nboards; i++) {
+		struct vendor_board *b = &f->boards[i];
+		const struct nvml_known *k = nvml_known_of(l, handles[i]);
+
+		if (b->bus_id[0])
+			continue;
+		if (k)
+			snprintf(b->bus_id, sizeof(b->bus_id), "%s", k->bus_id);
+		else
+			nameless++;
+	}
+	/* The bus ids the node should have, then those named before. */
+	for (unsigned i = 0; nameless && l->api.nvml.handle_by_bus && i < l->nexpect + l->nknown;
+	     i++) {
+		const char *bus = i < l->nexpect ? l->expect[i] : l->known[i - l->nexpect].bus_id;
+
+		if (bus[0] && !named_in(f, bus)) {
+			nvml_look_up(l, f, handles, bus);
+			nameless -= named_in(f, bus);
+		}
+	}
 }
 
 static int
 nvml_read(struct vendor_lib *l, struct vendor_facts *f)
 {
 	const struct nvml_api *a = &l->api.nvml;
+	nvml_device handles[VENDOR_MAX_BOARDS] = { NULL };
 	unsigned n = 0, r;
 
 	r = a->count(&n);
@@ -518,19 +706,17 @@ nvml_read(struct vendor_lib *l, struct vendor_facts *f)
 		return -EIO;
 	}
 	set_count(f, n);
-	l->ndevices = 0;
 	for (unsigned i = 0; i < n; i++) {
 		struct vendor_board *b = next_board(f, (int)i);
 		nvml_device d = NULL;
 
 		if (!b)
 			break;
-		if (!nvml_ok(b, "nvmlDeviceGetHandleByIndex_v2", a->handle(i, &d)))
+		if (!nvml_ok(a, b, "nvmlDeviceGetHandleByIndex_v2", a->handle(i, &d)))
 			continue;
+		handles[f->nboards - 1] = d;
 		nvml_identity(a, d, b);
-		l->devices[l->ndevices] = d;
-		snprintf(l->bus_ids[l->ndevices], sizeof(l->bus_ids[0]), "%s", b->bus_id);
-		l->ndevices++;
+		nvml_remember(l, d, b);
 		if (!b->lost)
 			nvml_memory_errors(a, d, b);
 		if (!b->lost)
@@ -540,6 +726,7 @@ nvml_read(struct vendor_lib *l, struct vendor_facts *f)
 		if (!b->lost)
 			nvml_usage(a, d, b);
 	}
+	nvml_name_boards(l, f, handles);
 	return 0;
 }
 
@@ -955,6 +1142,7 @@ vendor_open(enum vendor_kind kind, const char *path, struct vendor_lib **out,
 	                                                                  : cndev_open(l, f);
 	if (rc < 0)
 		goto fail;
+	snprintf(l->open_error, sizeof(l->open_error), "%s", f->error);
 	*out = l;
 	return 0;
 fail:
@@ -967,7 +1155,7 @@ int
 vendor_read(struct vendor_lib *l, struct vendor_facts *f)
 {
 	f->nboards = 0;
-	f->error[0] = '\0';
+	snprintf(f->error, sizeof(f->error), "%s", l->open_error);
 	switch (l->kind) {
 	case VENDOR_NVML:
 		return nvml_read(l, f);
@@ -979,19 +1167,44 @@ vendor_read(struct vendor_lib *l, struct vendor_facts *f)
 	return -EINVAL;
 }
 
+void
+vendor_expect(struct vendor_lib *l, const char *const *bus_ids, size_t n)
+{
+	l->nexpect = 0;
+	for (size_t i = 0; i < n && l->nexpect < VENDOR_MAX_BOARDS; i++)
+		snprintf(l->expect[l->nexpect++], sizeof(l->expect[0]), "%s", bus_ids[i]);
+}
+
+/* Register board K for XIDs, and for double-bit ECC errors where it has ECC. */
+static unsigned
+nvml_register(const struct vendor_lib *l, const struct nvml_known *k)
+{
+	const struct nvml_api *a = &l->api.nvml;
+	unsigned r;
+
+	r = a->register_events(k->device, NVML_EVENT_XID_CRITICAL | NVML_EVENT_DOUBLE_BIT_ECC,
+	                       l->events);
+	/* Boards without ECC refuse the ECC event ("none of the requested
+	 * types are registered", nvml.h): XIDs alone then. */
+	if (r == NVML_E_NOT_SUPPORTED)
+		r = a->register_events(k->device, NVML_EVENT_XID_CRITICAL, l->events);
+	return r;
+}
+
 int
 vendor_events_open(struct vendor_lib *l, char *err, size_t errlen)
 {
 	const struct nvml_api *a = &l->api.nvml;
-	unsigned r, registered = 0;
+	unsigned r, refused = 0;
 
+	err[0] = '\0';
 	if (l->kind != VENDOR_NVML || !a->event_set_create || !a->register_events ||
 	    !a->event_set_wait || !a->event_set_free) {
 		snprintf(err, errlen, "%s offers no events", kind_names[l->kind]);
 		return -ENOTSUP;
 	}
-	if (l->ndevices == 0) {
-		snprintf(err, errlen, "no board to watch: read the boards first");
+	if (l->nknown == 0) {
+		snprintf(err, errlen, "no board to watch: NVML named none");
 		return -ENOTSUP;
 	}
 	r = a->event_set_create(&l->events);
@@ -1000,28 +1213,76 @@ vendor_events_open(struct vendor_lib *l, char *err, size_t errlen)
 		l->events = NULL;
 		return -EIO;
 	}
-	for (unsigned i = 0; i < l->ndevices; i++) {
-		/* Boards without ECC refuse the ECC event: XIDs alone then. */
-		r = a->register_events(l->devices[i],
-		                       NVML_EVENT_XID_CRITICAL | NVML_EVENT_DOUBLE_BIT_ECC, l->events);
-		if (r == NVML_E_NOT_SUPPORTED)
-			r = a->register_events(l->devices[i], NVML_EVENT_XID_CRITICAL, l->events);
-		if (r == NVML_OK)
-			registered++;
-		else
+	l->nwatched = 0;
+	for (unsigned i = 0; i < l->nknown; i++) {
+		r = nvml_register(l, &l->known[i]);
+		if (r == NVML_OK) {
+			l->watched_lost[l->nwatched] = false;
+			l->watched[l->nwatched++] = l->known[i];
+			continue;
+		}
+		if (refused++ == 0) {
+			snprintf(l->refused, sizeof(l->refused), "%s", l->known[i].bus_id);
 			snprintf(err, errlen, "nvmlDeviceRegisterEvents failed on %s: %s (%u)",
-			         l->bus_ids[i], nvml_text(l, r), r);
+			         l->known[i].bus_id, nvml_text(l, r), r);
+		}
+		/* "If function reports NVML_ERROR_UNKNOWN, event set is in
+		 * undefined state and should be freed" (nvml.h). */
+		if (r == NVML_E_UNKNOWN) {
+			l->nwatched = 0;
+			break;
+		}
 	}
-	if (registered == 0) {
+	if (refused > 1) {
+		size_t used = strlen(err);
+
+		snprintf(err + used, errlen - used, ", and on %u more board%s", refused - 1,
+		         refused > 2 ? "s" : "");
+	}
+	if (l->nwatched == 0) {
 		(void)a->event_set_free(l->events);
 		l->events = NULL;
-		return -ENOTSUP;
+		return r == NVML_E_UNKNOWN ? -EIO : -ENOTSUP;
 	}
 	return 0;
 }
 
+const char *
+vendor_events_refused(const struct vendor_lib *l)
+{
+	return l->refused;
+}
+
+/* The wait answered "a GPU is lost": which registered board, looked up by
+ * its bus id; one not named before first. */
+static void
+nvml_lost_board(struct vendor_lib *l, struct vendor_event *ev)
+{
+	const struct nvml_api *a = &l->api.nvml;
+	int first = -1;
+
+	for (unsigned i = 0; a->handle_by_bus && i < l->nwatched; i++) {
+		nvml_device d = NULL;
+
+		if (a->handle_by_bus(l->watched[i].bus_id, &d) != NVML_E_GPU_IS_LOST)
+			continue;
+		if (first < 0)
+			first = (int)i;
+		if (!l->watched_lost[i]) {
+			first = (int)i;
+			break;
+		}
+	}
+	if (first < 0)
+		return;
+	l->watched_lost[first] = true;
+	ev->board = l->watched[first].index;
+	snprintf(ev->bus_id, sizeof(ev->bus_id), "%s", l->watched[first].bus_id);
+}
+
 int
-vendor_events_wait(struct vendor_lib *l, unsigned timeout_ms, struct vendor_event *ev)
+vendor_events_wait(struct vendor_lib *l, unsigned timeout_ms, struct vendor_event *ev,
+                   char *err, size_t errlen)
 {
 	const struct nvml_api *a = &l->api.nvml;
 	struct nvml_event_data d;
@@ -1037,14 +1298,19 @@ vendor_events_wait(struct vendor_lib *l, unsigned timeout_ms, struct vendor_even
 		return -ETIMEDOUT;
 	if (r == NVML_E_GPU_IS_LOST) {
 		ev->kind = VENDOR_EVENT_LOST;
+		nvml_lost_board(l, ev);
 		return 0;
 	}
-	if (r != NVML_OK)
+	if (r != NVML_OK) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s failed: %s (%u)", a->event_set_wait_name,
+			         nvml_text(l, r), r);
 		return -EIO;
-	for (unsigned i = 0; i < l->ndevices; i++) {
-		if (l->devices[i] == d.device) {
-			ev->board = (int)i;
-			snprintf(ev->bus_id, sizeof(ev->bus_id), "%s", l->bus_ids[i]);
+	}
+	for (unsigned i = 0; i < l->nwatched; i++) {
+		if (l->watched[i].device == d.device) {
+			ev->board = l->watched[i].index;
+			snprintf(ev->bus_id, sizeof(ev->bus_id), "%s", l->watched[i].bus_id);
 		}
 	}
 	if (d.event_type & NVML_EVENT_XID_CRITICAL) {

@@ -47,6 +47,7 @@ enum vendor_recovery {
 	VENDOR_RECOVERY_REBOOT = 2,
 	VENDOR_RECOVERY_DRAIN_P2P = 3,
 	VENDOR_RECOVERY_DRAIN_AND_RESET = 4,
+	VENDOR_RECOVERY_RECOVER_IMEX_DOMAIN = 5,
 };
 
 /*
@@ -63,6 +64,10 @@ struct vendor_board {
 	bool lost;                  /* NVML_ERROR_GPU_IS_LOST: fallen off the bus */
 	bool reset_required;        /* NVML_ERROR_RESET_REQUIRED from some call */
 	char lost_call[48];         /* the call that said either, for the evidence */
+	char failed[128];           /* NVML: the calls that failed otherwise, ", "
+	                             * between them ("" none); "not supported" is
+	                             * no failure */
+	char failed_why[64];        /* the first failure: "Unknown Error (999)" */
 
 	int ecc_enabled;            /* 1, 0, -1 */
 	long long ecc_volatile[2];  /* since the driver loaded */
@@ -138,8 +143,23 @@ int vendor_open(enum vendor_kind kind, const char *path, struct vendor_lib **out
  * library, version and count of vendor_open().  A board the library cannot
  * answer for is still listed, marked lost or with -1 values.  Returns 0,
  * or -EIO when the board count cannot be read (facts->error says why).
+ * facts->error also keeps a failure of vendor_open() that did not stop the
+ * library (NVML's driver version) with 0 returned.
+ *
+ * NVML: a board whose PCI identity cannot be read (fallen off the bus) is
+ * named after the bus id the same open library gave its handle in an
+ * earlier read, else after one of vendor_expect()'s bus ids that
+ * nvmlDeviceGetHandleByPciBusId_v2 finds lost (nvml.h: enumeration order
+ * is not stable, devices are to be looked up by PCI bus id).
  */
 int vendor_read(struct vendor_lib *l, struct vendor_facts *facts);
+
+/*
+ * The PCI bus ids ("0000:3b:00.0") of the boards the node should have, for
+ * vendor_read() to name a board the library cannot; copied, at most
+ * VENDOR_MAX_BOARDS.  Only NVML uses them.
+ */
+void vendor_expect(struct vendor_lib *l, const char *const *bus_ids, size_t n);
 
 /* One NVML event, as vendor_events_wait() returns it. */
 enum vendor_event_kind {
@@ -156,21 +176,36 @@ struct vendor_event {
 };
 
 /*
- * NVML only: register every board for XID and double-bit ECC events
- * (nvmlEventSetCreate, nvmlDeviceRegisterEvents).  Events that happened
- * before this call are not recorded (NVML's contract).  Returns 0;
- * -ENOTSUP for another library or when no board accepts the events; -EIO.
- * ERR gets the reason.
+ * NVML only: register every board vendor_read() has named for XID and
+ * double-bit ECC events (nvmlEventSetCreate, nvmlDeviceRegisterEvents).
+ * Events that happened before this call are not recorded (NVML's
+ * contract).  Returns 0 when at least one board is registered; -ENOTSUP
+ * for another library or when no board accepts the events; -EIO when the
+ * event set cannot be made or is left unusable (NVML_ERROR_UNKNOWN).  ERR
+ * gets the reason with NVML's own words ("nvmlDeviceRegisterEvents failed
+ * on 0000:3b:00.0: Insufficient Permissions (4)"), also with 0 when some
+ * board refused (vendor_events_refused() names the first); "" when every
+ * board is registered.
  */
 int vendor_events_open(struct vendor_lib *l, char *err, size_t errlen);
+
+/* The bus id of the first board that refused vendor_events_open(), "" none. */
+const char *vendor_events_refused(const struct vendor_lib *l);
 
 /*
  * Wait up to TIMEOUT_MS for the next event (nvmlEventSetWait_v2).  Returns
  * 0 with *EV filled; -ETIMEDOUT when none came; -ENOTSUP without
- * vendor_events_open(); -EIO on another error.  A lost GPU is returned as
- * a VENDOR_EVENT_LOST event.  Blocks: only for a process of its own.
+ * vendor_events_open(); -EIO on another error, ERR (may be NULL) getting
+ * NVML's words for it.  A lost GPU is returned as a VENDOR_EVENT_LOST
+ * event, named by the first registered board that
+ * nvmlDeviceGetHandleByPciBusId_v2 finds lost (unnamed when none).  The
+ * board of an event is named from the boards as registered, whatever
+ * vendor_read() has found since.  Blocks: only for a process, or a
+ * thread, of its own; it may run while another thread of the process
+ * calls vendor_read() on the same library (NVML is thread-safe).
  */
-int vendor_events_wait(struct vendor_lib *l, unsigned timeout_ms, struct vendor_event *ev);
+int vendor_events_wait(struct vendor_lib *l, unsigned timeout_ms, struct vendor_event *ev,
+                       char *err, size_t errlen);
 
 /* Shut the library down and unload it.  NULL is a no-op. */
 void vendor_close(struct vendor_lib *l);

@@ -3,8 +3,9 @@
 # through the real dlopen() path against the fake NVML of tests/fakevendor
 # (NVML's documented contract; the real library needs the boards), named
 # by path in the configuration as a site does: a pending row remap, a
-# reset-required recovery action, a board lost from the bus or gone from
-# the enumeration, uncorrectable ECC errors fail; a throttled board warns;
+# reset-required or IMEX-domain recovery action, a board lost from the bus
+# (named by its bus id) or gone from the enumeration, uncorrectable ECC
+# errors fail; a throttled board and a call that fails warn;
 # a library that hangs is cut off; an absent library is not an event.
 # The same for AMD boards (ROCm SMI: RAS errors, temperature, a board lost)
 # and Cambricon cards (CNDev: health, ECC) through their fake libraries.
@@ -37,14 +38,24 @@ case_fail "nvidia 0 remap.pending 1" "pending row remap" \
 	'^vigil: boards: row-remap 0000:04:00\.0: row remapping pending'
 case_fail "nvidia 1 recovery reset" "reset-required recovery action" \
 	'^vigil: boards: recovery 0000:07:00\.0: .*reset the GPU'
-case_fail "nvidia 1 error nvmlDeviceGetTemperature 16" "reset required" \
+case_fail "nvidia 1 error nvmlDeviceGetTemperatureV 16" "reset required" \
 	'^vigil: boards: recovery 0000:07:00\.0: the GPU needs a reset'
 case_fail "nvidia 1 lost 1" "lost from the bus" \
-	'^vigil: boards: board nvml:1: GPU is lost'
+	'^vigil: boards: board 0000:07:00\.0: GPU is lost'
 case_fail "nvidia 1 absent 1" "gone from the enumeration" \
 	'^vigil: boards: board 0000:07:00\.0: slot 1 is not among the 1 board NVML sees'
 case_fail "nvidia 0 ecc.volatile.uncorrected 2" "uncorrectable ECC" \
 	'^vigil: boards: ecc 0000:04:00\.0: 2 uncorrectable ECC errors'
+case_fail "nvidia 1 recovery imex" "recovery action 5 (NVML 13.3)" \
+	'^vigil: boards: recovery 0000:07:00\.0: .*recover the IMEX domain'
+
+# A call that fails leaves its facts unknown: a warning naming it and
+# NVML's reason, never silence taken for health.
+script "nvidia 0 error nvmlDeviceGetTotalEccErrors 999"
+out=$("$VIGIL" check -v $flags 2>&1); rc=$?
+expect_eq "a call failed: exit" 0 "$rc"
+expect_match "a call failed: a warning with -v" \
+	'boards: board 0000:04:00\.0: nvmlDeviceGetTotalEccErrors failed: Unknown Error \(999\)' "$out"
 
 script "nvidia 0 throttle hw_thermal,power_brake"
 out=$("$VIGIL" check $flags 2>&1); rc=$?

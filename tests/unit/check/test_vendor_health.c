@@ -28,6 +28,7 @@
 #include "sys/vendor_abi.h"
 
 #define NVML_FAKE FAKEVENDOR_DIR "/libnvidia-ml.so.1"
+#define NVML_OLD FAKEVENDOR_DIR "/old/libnvidia-ml.so.1"
 #define RSMI_FAKE FAKEVENDOR_DIR "/librocm_smi64.so.1"
 #define CNDEV_FAKE FAKEVENDOR_DIR "/libcndev.so"
 
@@ -214,7 +215,18 @@ test_recovery(void **state)
 	                    "the driver's recommended recovery action: reset the GPU");
 	assert_non_null(strstr(find(x, "recovery", BUS1)->evidence, "reboot the node"));
 
+	/* NVML 13.3's action 5, named. */
 	board(x, 0)->recovery = VENDOR_RECOVERY_NONE;
+	board(x, 1)->recovery = VENDOR_RECOVERY_RECOVER_IMEX_DOMAIN;
+	assert_int_equal(judge(x, false), 1);
+	assert_int_equal(find(x, "recovery", BUS1)->verdict, VERDICT_FAIL);
+	assert_non_null(strstr(find(x, "recovery", BUS1)->evidence,
+	                       "recovery action: recover the IMEX domain"));
+	board(x, 1)->recovery = 6;
+	assert_int_equal(judge(x, false), 1);
+	assert_string_equal(find(x, "recovery", BUS1)->evidence,
+	                    "the driver's recommended recovery action: 6");
+
 	board(x, 1)->recovery = VENDOR_RECOVERY_NONE;
 	board(x, 1)->reset_required = true;
 	snprintf(board(x, 1)->lost_call, sizeof(board(x, 1)->lost_call), "nvmlDeviceGetTemperature");
@@ -454,6 +466,38 @@ test_library_trouble(void **state)
 	x->now->rc[VENDOR_NVML] = -EIO;
 	assert_int_equal(judge(x, false), 1);
 	assert_int_equal(x->f[0].verdict, VERDICT_WARN);
+	/* Answered, but a call on the way failed: said, as a warning. */
+	x->now->rc[VENDOR_NVML] = 0;
+	snprintf(x->now->lib[VENDOR_NVML].error, sizeof(x->now->lib[0].error),
+	         "nvmlSystemGetDriverVersion failed: Unknown Error (999)");
+	assert_int_equal(judge(x, false), 1);
+	assert_int_equal(x->f[0].verdict, VERDICT_WARN);
+	assert_string_equal(x->f[0].evidence,
+	                    "NVML: nvmlSystemGetDriverVersion failed: Unknown Error (999)");
+}
+
+static void
+test_failed_calls(void **state)
+{
+	struct fix *x = *state;
+
+	snprintf(board(x, 0)->failed, sizeof(board(x, 0)->failed), "nvmlDeviceGetTotalEccErrors");
+	snprintf(board(x, 0)->failed_why, sizeof(board(x, 0)->failed_why), "Unknown Error (999)");
+	assert_int_equal(judge(x, false), 1);
+	assert_int_equal(find(x, "board", BUS0)->verdict, VERDICT_WARN);
+	assert_string_equal(find(x, "board", BUS0)->evidence,
+	                    "nvmlDeviceGetTotalEccErrors failed: Unknown Error (999): what it "
+	                    "tells is unknown");
+	snprintf(board(x, 0)->failed, sizeof(board(x, 0)->failed),
+	         "nvmlDeviceGetTotalEccErrors, nvmlDeviceGetName");
+	assert_int_equal(judge(x, false), 1);
+	assert_string_equal(find(x, "board", BUS0)->evidence,
+	                    "nvmlDeviceGetTotalEccErrors, nvmlDeviceGetName failed (the first: "
+	                    "Unknown Error (999)): what they tell is unknown");
+	/* A lost board is lost: what failed on the way is no news. */
+	board(x, 0)->lost = true;
+	assert_int_equal(judge(x, false), 1);
+	assert_int_equal(find(x, "board", BUS0)->verdict, VERDICT_FAIL);
 }
 
 static void
@@ -712,12 +756,13 @@ test_gather(void **state)
 	assert_int_equal(find(x, "throttle", BUS1)->verdict, VERDICT_WARN);
 	assert_int_equal(find(x, "ras", "0000:c1:00.0/umc")->verdict, VERDICT_FAIL);
 
-	/* Board 1 falls off the bus. */
+	/* Board 1 falls off the bus: named by its slot's bus id, which
+	 * NVML finds lost (nvmlDeviceGetHandleByPciBusId_v2). */
 	script(x, "nvidia 0 bus " BUS0 "\nnvidia 1 bus " BUS1 "\nnvidia 1 lost 1\n"
 	          "amd 0 bus 0000:c1:00.0\n");
 	gather_judge(x);
 	assert_int_equal(x->n, 1);
-	assert_int_equal(find(x, "board", "nvml:1")->verdict, VERDICT_FAIL);
+	assert_int_equal(find(x, "board", BUS1)->verdict, VERDICT_FAIL);
 }
 
 static void
@@ -860,6 +905,327 @@ test_monitor(void **state)
 	vhealth_monitor_free(m);
 }
 
+/* ---- NVML that fails: said, never silent ------------------------------------ */
+
+#define BOARDS "nvidia 0 bus " BUS0 "\n" "nvidia 1 bus " BUS1 "\n"
+
+/* The finding whose evidence holds TEXT, or NULL. */
+static const struct finding *
+find_text(const struct fix *x, const char *text)
+{
+	for (size_t i = 0; i < x->n; i++)
+		if (strstr(x->f[i].evidence, text))
+			return &x->f[i];
+	return NULL;
+}
+
+/* Take from M until a finding whose evidence holds TEXT, for up to ~10 s. */
+static const struct finding *
+take_until_text(struct fix *x, struct vhealth_monitor *m, const char *text)
+{
+	for (int i = 0; i < 200; i++) {
+		struct pollfd p = { .fd = vhealth_monitor_fd(m), .events = POLLIN };
+
+		(void)poll(&p, 1, 50);
+		free(x->f);
+		x->f = NULL;
+		assert_int_equal(vhealth_monitor_take(m, &x->f, &x->n), 0);
+		if (find_text(x, text))
+			return find_text(x, text);
+	}
+	fail_msg("no finding saying \"%s\" within 10 s", text);
+	return NULL;
+}
+
+static struct vhealth_monitor *
+monitor(struct fix *x, double interval_s)
+{
+	struct vhealth_monitor *m = NULL;
+
+	assert_int_equal(vhealth_monitor_start(&x->cfg.boards, 0.5, x->slots, x->nslots, false,
+	                                       interval_s, &m), 0);
+	return m;
+}
+
+/* Until the child has said whether it watches events. */
+static void
+take_until_registered(struct fix *x, struct vhealth_monitor *m)
+{
+	const char *err = NULL;
+
+	for (int i = 0; i < 100; i++) {
+		take_until(x, m, NULL);
+		if (vhealth_monitor_events(m, &err) || strcmp(err, "not known yet") != 0)
+			return;
+	}
+	fail_msg("the monitor never said whether it watches events");
+}
+
+/*
+ * Registration refused, with each answer nvml.h allows: a warning that
+ * names NVML's reason, once in the log; then XIDs are known by what the
+ * readings show (the recovery action the driver sets after XID 119).
+ */
+static void
+test_monitor_events_refused(void **state)
+{
+	struct fix *x = *state;
+	static const struct { unsigned code; const char *text; } refusals[] = {
+		{ NVML_E_NO_PERMISSION, "Insufficient Permissions (4)" },
+		{ NVML_E_NOT_SUPPORTED, "Not Supported (3)" },
+		{ NVML_E_GPU_IS_LOST, "GPU is lost (15)" },
+		{ NVML_E_UNINITIALIZED, "Uninitialized (1)" },
+		{ NVML_E_UNKNOWN, "Unknown Error (999)" },
+	};
+	char text[256];
+
+	use_fakes(x);
+	for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+		struct vhealth_monitor *m;
+		const struct finding *f;
+		const char *err = NULL, *news;
+
+		snprintf(text, sizeof(text), BOARDS "nvidia - error nvmlDeviceRegisterEvents %u\n",
+		         refusals[i].code);
+		script(x, text);
+		m = monitor(x, 0.2);
+		snprintf(text, sizeof(text), "nvmlDeviceRegisterEvents failed on " BUS0 ": %s",
+		         refusals[i].text);
+		f = take_until_text(x, m, text);
+		assert_string_equal(f->what, "events");
+		assert_string_equal(f->device, "nvml");
+		assert_int_equal(f->verdict, VERDICT_WARN);
+		assert_non_null(strstr(f->evidence, "XID events are not watched: "));
+		assert_false(vhealth_monitor_events(m, &err));
+		assert_non_null(strstr(err, text));
+		/* Said once in the log. */
+		news = vhealth_monitor_events_news(m);
+		assert_non_null(news);
+		assert_non_null(strstr(news, text));
+		assert_null(vhealth_monitor_events_news(m));
+		if (i == 0) {
+			/* XID 119 comes unseen; the recovery action the driver
+			 * sets with it is read all the same. */
+			script(x, BOARDS "nvidia - error nvmlDeviceRegisterEvents 4\n"
+			          "nvidia 1 event xid 119\nnvidia 1 recovery reset\n");
+			take_until(x, m, "recovery");
+			assert_int_equal(find(x, "recovery", BUS1)->verdict, VERDICT_FAIL);
+			assert_null(find_text(x, "XID 119"));
+		}
+		vhealth_monitor_free(m);
+	}
+
+	/* One board refuses: the warning names it; the other is watched. */
+	script(x, BOARDS "nvidia 1 error nvmlDeviceRegisterEvents 4\n");
+	{
+		struct vhealth_monitor *m = monitor(x, 0.2);
+		const struct finding *f = take_until_text(x, m, "XID events are not watched");
+
+		assert_string_equal(f->device, BUS1);
+		assert_non_null(strstr(f->evidence, "on every board"));
+		assert_true(vhealth_monitor_events(m, NULL));
+		script(x, BOARDS "nvidia 1 error nvmlDeviceRegisterEvents 4\nnvidia 0 event xid 79\n");
+		take_until(x, m, "xid");
+		assert_int_equal(find(x, "xid", BUS0)->verdict, VERDICT_FAIL);
+		vhealth_monitor_free(m);
+	}
+}
+
+/* A wait that fails later: said with NVML's words; the readings go on. */
+static void
+test_monitor_wait_fails(void **state)
+{
+	struct fix *x = *state;
+	struct vhealth_monitor *m;
+	const struct finding *f;
+	const char *news;
+
+	use_fakes(x);
+	script(x, BOARDS);
+	m = monitor(x, 0.2);
+	take_until_registered(x, m);
+	assert_true(vhealth_monitor_events(m, NULL));
+	assert_null(vhealth_monitor_events_news(m));
+	script(x, BOARDS "nvidia - error nvmlEventSetWait_v2 999\n");
+	f = take_until_text(x, m, "nvmlEventSetWait_v2 failed: Unknown Error (999)");
+	assert_string_equal(f->what, "events");
+	assert_string_equal(f->device, "nvml");
+	assert_int_equal(f->verdict, VERDICT_WARN);
+	assert_false(vhealth_monitor_events(m, NULL));
+	news = vhealth_monitor_events_news(m);
+	assert_non_null(news);
+	assert_string_equal(news, "nvmlEventSetWait_v2 failed: Unknown Error (999)");
+	script(x, BOARDS "nvidia 0 remap.pending 1\n");
+	take_until(x, m, "row-remap");
+	/* Still said while it holds. */
+	assert_non_null(find_text(x, "XID events are not watched"));
+	vhealth_monitor_free(m);
+}
+
+/* An XID while a reading waits seconds on a slow board comes at once. */
+static void
+test_monitor_slow_reading(void **state)
+{
+	struct fix *x = *state;
+	struct vhealth_monitor *m;
+	double t0, waited;
+
+	use_fakes(x);
+	script(x, BOARDS);
+	m = monitor(x, 0.05);
+	take_until_registered(x, m);
+	script(x, BOARDS "nvidia 0 slow nvmlDeviceGetMemoryInfo 3000\n");
+	/* A reading starts every 50 ms: one is inside the slow call now. */
+	usleep(500000);
+	t0 = now();
+	script(x, BOARDS "nvidia 0 slow nvmlDeviceGetMemoryInfo 3000\nnvidia 1 event xid 79\n");
+	take_until(x, m, "xid");
+	waited = now() - t0;
+	assert_int_equal(find(x, "xid", BUS1)->verdict, VERDICT_FAIL);
+	if (waited > 1.5)
+		fail_msg("the XID waited %.1f s behind the reading", waited);
+	vhealth_monitor_free(m);
+}
+
+/* A board that falls off the bus keeps its bus id: in the readings, in
+ * the wait's "lost" answer, and in the XID that comes after. */
+static void
+test_monitor_lost_named(void **state)
+{
+	struct fix *x = *state;
+	struct vhealth_monitor *m;
+
+	use_fakes(x);
+	script(x, BOARDS);
+	m = monitor(x, 0.2);
+	take_until_registered(x, m);
+	script(x, BOARDS "nvidia 1 lost 1\n");
+	take_until_text(x, m, "nvmlEventSetWait answered NVML_ERROR_GPU_IS_LOST");
+	take_until_text(x, m, "nvmlDeviceGetHandleByIndex_v2 answered NVML_ERROR_GPU_IS_LOST");
+	assert_int_equal(find(x, "board", BUS1)->verdict, VERDICT_FAIL);
+	script(x, BOARDS "nvidia 1 lost 1\nnvidia 1 event xid 79\n");
+	take_until(x, m, "xid");
+	assert_string_equal(find(x, "xid", BUS1)->evidence, "XID 79 (GPU has fallen off the bus)");
+	for (size_t i = 0; i < x->n; i++)
+		if (strncmp(x->f[i].device, "nvml", 4) == 0)
+			fail_msg("%s %s: %s", x->f[i].what, x->f[i].device, x->f[i].evidence);
+	vhealth_monitor_free(m);
+}
+
+/*
+ * Every NVML call that the inspection and the monitor make, made to fail
+ * in turn: a finding names it, in `vigil check` (the gather) and in the
+ * running job's monitor alike.  The fake library traces each call it
+ * answers: a call vigil makes that is not in this list fails the test.
+ */
+static const struct {
+	const char *call;
+	const char *line;      /* what makes it fail */
+	bool old;              /* answered by the older driver's library */
+	bool events;           /* the monitor's alone */
+} failing[] = {
+	{ "nvmlInit_v2", "nvidia - error nvmlInit_v2 999", false, false },
+	{ "nvmlSystemGetDriverVersion", "nvidia - error nvmlSystemGetDriverVersion 999", false, false },
+	{ "nvmlDeviceGetCount_v2", "nvidia - error nvmlDeviceGetCount_v2 999", false, false },
+	{ "nvmlDeviceGetHandleByIndex_v2", "nvidia 0 error nvmlDeviceGetHandleByIndex_v2 999",
+	  false, false },
+	{ "nvmlDeviceGetHandleByPciBusId_v2", "nvidia 0 error nvmlDeviceGetPciInfo_v3 999\n"
+	  "nvidia - error nvmlDeviceGetHandleByPciBusId_v2 999", false, false },
+	{ "nvmlDeviceGetPciInfo_v3", "nvidia 0 error nvmlDeviceGetPciInfo_v3 999", false, false },
+	{ "nvmlDeviceGetName", "nvidia 0 error nvmlDeviceGetName 999", false, false },
+	{ "nvmlDeviceGetEccMode", "nvidia 0 error nvmlDeviceGetEccMode 999", false, false },
+	{ "nvmlDeviceGetTotalEccErrors", "nvidia 0 error nvmlDeviceGetTotalEccErrors 999",
+	  false, false },
+	{ "nvmlDeviceGetRetiredPages", "nvidia 0 error nvmlDeviceGetRetiredPages 999", false, false },
+	{ "nvmlDeviceGetRetiredPagesPendingStatus",
+	  "nvidia 0 error nvmlDeviceGetRetiredPagesPendingStatus 999", false, false },
+	{ "nvmlDeviceGetRemappedRows", "nvidia 0 error nvmlDeviceGetRemappedRows 999", false, false },
+	{ "nvmlDeviceGetFieldValues", "nvidia 0 error nvmlDeviceGetFieldValues 999", false, false },
+	{ "nvmlDeviceGetCurrentClocksEventReasons",
+	  "nvidia 0 error nvmlDeviceGetCurrentClocksEventReasons 999", false, false },
+	{ "nvmlDeviceGetCurrentClocksThrottleReasons",
+	  "nvidia 0 error nvmlDeviceGetCurrentClocksThrottleReasons 999", true, false },
+	{ "nvmlDeviceGetTemperatureV", "nvidia 0 error nvmlDeviceGetTemperatureV 999", false, false },
+	{ "nvmlDeviceGetTemperature", "nvidia 0 error nvmlDeviceGetTemperature 999", true, false },
+	{ "nvmlDeviceGetTemperatureThreshold", "nvidia 0 error nvmlDeviceGetTemperatureThreshold 999",
+	  false, false },
+	{ "nvmlDeviceGetNvLinkState", "nvidia 0 error nvmlDeviceGetNvLinkState 999", false, false },
+	{ "nvmlDeviceGetNvLinkErrorCounter", "nvidia 0 error nvmlDeviceGetNvLinkErrorCounter 999",
+	  false, false },
+	{ "nvmlDeviceGetUtilizationRates", "nvidia 0 error nvmlDeviceGetUtilizationRates 999",
+	  false, false },
+	{ "nvmlDeviceGetMemoryInfo", "nvidia 0 error nvmlDeviceGetMemoryInfo 999", false, false },
+	{ "nvmlDeviceGetPowerUsage", "nvidia 0 error nvmlDeviceGetPowerUsage 999", false, false },
+	{ "nvmlEventSetCreate", "nvidia - error nvmlEventSetCreate 999", false, true },
+	{ "nvmlDeviceRegisterEvents", "nvidia 0 error nvmlDeviceRegisterEvents 999", false, true },
+	{ "nvmlEventSetWait_v2", "nvidia - error nvmlEventSetWait_v2 999", false, true },
+};
+
+/* Called, but their failure changes nothing: the library is being let go. */
+static const char *const unheeded[] = { "nvmlShutdown", "nvmlEventSetFree" };
+
+static bool
+listed(const char *call)
+{
+	for (size_t i = 0; i < sizeof(failing) / sizeof(failing[0]); i++)
+		if (strcmp(failing[i].call, call) == 0)
+			return true;
+	for (size_t i = 0; i < sizeof(unheeded) / sizeof(unheeded[0]); i++)
+		if (strcmp(unheeded[i], call) == 0)
+			return true;
+	return false;
+}
+
+static void
+test_each_call_fails(void **state)
+{
+	struct fix *x = *state;
+	char text[512], trace[256], line[128];
+	FILE *fp;
+
+	snprintf(trace, sizeof(trace), "%s/trace", x->dir);
+	x->cfg.boards.nvml_library = strdup(NVML_FAKE);
+	for (size_t i = 0; i < sizeof(failing) / sizeof(failing[0]); i++) {
+		struct vhealth_monitor *m;
+
+		free(x->cfg.boards.nvml_library);
+		x->cfg.boards.nvml_library = strdup(failing[i].old ? NVML_OLD : NVML_FAKE);
+		assert_non_null(x->cfg.boards.nvml_library);
+		snprintf(text, sizeof(text), "nvidia - trace %s\n" BOARDS "nvidia 0 nvlinks 2\n%s\n",
+		         trace, failing[i].line);
+		script(x, text);
+		if (!failing[i].events) {
+			gather_judge(x);
+			if (!find_text(x, failing[i].call))
+				fail_msg("vigil check said nothing of %s failing (%zu findings)",
+				         failing[i].call, x->n);
+		}
+		m = monitor(x, 0.2);
+		take_until_text(x, m, failing[i].call);
+		vhealth_monitor_free(m);
+	}
+	/* Every call made is listed, and every listed call was made. */
+	fp = fopen(trace, "r");
+	assert_non_null(fp);
+	while (fgets(line, sizeof(line), fp)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!listed(line))
+			fail_msg("%s is called, but not made to fail here", line);
+	}
+	for (size_t i = 0; i < sizeof(failing) / sizeof(failing[0]); i++) {
+		bool seen = false;
+
+		rewind(fp);
+		while (!seen && fgets(line, sizeof(line), fp))
+			seen = strncmp(line, failing[i].call, strlen(failing[i].call)) == 0 &&
+			       line[strlen(failing[i].call)] == '\n';
+		if (!seen)
+			fail_msg("%s is never called", failing[i].call);
+	}
+	fclose(fp);
+	unlink(trace);
+}
+
 static void
 test_monitor_nothing(void **state)
 {
@@ -891,6 +1257,7 @@ main(void)
 		T(test_amd),
 		T(test_cndev_health),
 		T(test_library_trouble),
+		T(test_failed_calls),
 		T(test_extra_board),
 		T(test_events),
 		T(test_json),
@@ -900,6 +1267,11 @@ main(void)
 		T(test_gather_absent),
 		T(test_gather_hang),
 		T(test_monitor),
+		T(test_monitor_events_refused),
+		T(test_monitor_wait_fails),
+		T(test_monitor_slow_reading),
+		T(test_monitor_lost_named),
+		T(test_each_call_fails),
 		T(test_monitor_nothing),
 	};
 

@@ -21,6 +21,7 @@
 #include "sys/vendor_abi.h"
 
 #define NVML_FAKE FAKEVENDOR_DIR "/libnvidia-ml.so.1"
+#define NVML_OLD FAKEVENDOR_DIR "/old/libnvidia-ml.so.1"
 #define RSMI_FAKE FAKEVENDOR_DIR "/librocm_smi64.so.1"
 #define CNDEV_FAKE FAKEVENDOR_DIR "/libcndev.so"
 
@@ -153,7 +154,7 @@ test_nvml_faults(void **state)
 	          "nvidia 1 lost 1\n"
 	          "nvidia 2 bus 0000:0a:00.0\n"
 	          "nvidia 2 recovery reboot\n"
-	          "nvidia 2 error nvmlDeviceGetTemperature 16\n"
+	          "nvidia 2 error nvmlDeviceGetTemperatureV 16\n"
 	          "nvidia 2 nvlinks 4\n"
 	          "nvidia 2 nvlink.2 down\n"
 	          "nvidia 2 nvlink.1.crc_flit 17\n");
@@ -185,7 +186,7 @@ test_nvml_faults(void **state)
 	assert_int_equal(b->recovery, VENDOR_RECOVERY_REBOOT);
 	assert_true(b->reset_required);
 	assert_false(b->lost);
-	assert_string_equal(b->lost_call, "nvmlDeviceGetTemperature");
+	assert_string_equal(b->lost_call, "nvmlDeviceGetTemperatureV");
 	assert_int_equal(b->link[0], 1);
 	assert_int_equal(b->link[2], 0);
 	assert_int_equal(b->link[3], 1);
@@ -221,26 +222,214 @@ test_nvml_events(void **state)
 	          "nvidia 1 bus 0000:07:00.0\nnvidia 1 ecc_mode 0\n");
 	open_read(x, VENDOR_NVML, NVML_FAKE);
 	assert_int_equal(vendor_events_open(x->lib, err, sizeof(err)), 0);
-	assert_int_equal(vendor_events_wait(x->lib, 30, &ev), -ETIMEDOUT);
+	assert_int_equal(vendor_events_wait(x->lib, 30, &ev, NULL, 0), -ETIMEDOUT);
 
 	script(x, "nvidia 0 bus 0000:04:00.0\nnvidia 0 event xid 13\nnvidia 0 event dbe\n"
 	          "nvidia 1 bus 0000:07:00.0\nnvidia 1 ecc_mode 0\nnvidia 1 event xid 79\n"
 	          "nvidia 1 event dbe\n");
-	assert_int_equal(vendor_events_wait(x->lib, 1000, &ev), 0);
+	assert_int_equal(vendor_events_wait(x->lib, 1000, &ev, NULL, 0), 0);
 	assert_int_equal(ev.kind, VENDOR_EVENT_DBE);
 	assert_int_equal(ev.board, 0);
 	assert_string_equal(ev.bus_id, "0000:04:00.0");
-	assert_int_equal(vendor_events_wait(x->lib, 1000, &ev), 0);
+	assert_int_equal(vendor_events_wait(x->lib, 1000, &ev, NULL, 0), 0);
 	assert_int_equal(ev.kind, VENDOR_EVENT_XID);
 	assert_int_equal(ev.xid, 79);
 	assert_int_equal(ev.board, 1);
 	assert_string_equal(ev.bus_id, "0000:07:00.0");
 	/* Board 1 has no ECC: registered for XIDs only, its "dbe" never comes. */
-	assert_int_equal(vendor_events_wait(x->lib, 30, &ev), -ETIMEDOUT);
+	assert_int_equal(vendor_events_wait(x->lib, 30, &ev, NULL, 0), -ETIMEDOUT);
 
 	script(x, "nvidia 0 bus 0000:04:00.0\nnvidia 1 bus 0000:07:00.0\nnvidia 1 lost 1\n");
-	assert_int_equal(vendor_events_wait(x->lib, 1000, &ev), 0);
+	assert_int_equal(vendor_events_wait(x->lib, 1000, &ev, NULL, 0), 0);
 	assert_int_equal(ev.kind, VENDOR_EVENT_LOST);
+}
+
+/* nvmlDeviceGetTemperatureV where the library has it (the deprecated call
+ * is then never made: its "reset required" is not seen), the old call
+ * where it has not, or where the driver refuses the struct's version. */
+static void
+test_nvml_temperature_v(void **state)
+{
+	struct fix *x = *state;
+	const char *text = "nvidia 0 bus 0000:04:00.0\nnvidia 0 temperature 61\n"
+	                   "nvidia 0 error nvmlDeviceGetTemperature 16\n";
+
+	script(x, text);
+	open_read(x, VENDOR_NVML, NVML_FAKE);
+	assert_int_equal(x->f->boards[0].temperature, 61);
+	assert_false(x->f->boards[0].reset_required);
+	assert_string_equal(x->f->boards[0].failed, "");
+	vendor_close(x->lib);
+
+	open_read(x, VENDOR_NVML, NVML_OLD);
+	assert_int_equal(x->f->boards[0].temperature, -1);
+	assert_true(x->f->boards[0].reset_required);
+	assert_string_equal(x->f->boards[0].lost_call, "nvmlDeviceGetTemperature");
+	vendor_close(x->lib);
+
+	script(x, "nvidia 0 bus 0000:04:00.0\nnvidia 0 temperature 62\n"
+	          "nvidia 0 error nvmlDeviceGetTemperatureV 25\n");
+	open_read(x, VENDOR_NVML, NVML_FAKE);
+	assert_int_equal(x->f->boards[0].temperature, 62);
+	assert_string_equal(x->f->boards[0].failed, "");
+}
+
+/* NVML 13.3's recovery action 5, and calls that fail otherwise than "not
+ * supported": recorded with NVML's words, never taken for health. */
+static void
+test_nvml_failed_calls(void **state)
+{
+	struct fix *x = *state;
+	const struct vendor_board *b;
+
+	script(x, "nvidia 0 bus 0000:04:00.0\nnvidia 0 recovery imex\n"
+	          "nvidia 0 error nvmlDeviceGetTotalEccErrors 999\n"
+	          "nvidia 0 error nvmlDeviceGetPowerUsage 4\n"
+	          "nvidia 0 error nvmlDeviceGetRemappedRows 3\n"
+	          "nvidia 1 bus 0000:07:00.0\n"
+	          "nvidia - error nvmlSystemGetDriverVersion 999\n");
+	open_read(x, VENDOR_NVML, NVML_FAKE);
+	b = &x->f->boards[0];
+	assert_int_equal(b->recovery, VENDOR_RECOVERY_RECOVER_IMEX_DOMAIN);
+	assert_int_equal(b->ecc_volatile[1], -1);
+	assert_int_equal(b->remap_pending, -1);
+	assert_string_equal(b->failed, "nvmlDeviceGetTotalEccErrors, nvmlDeviceGetPowerUsage");
+	assert_string_equal(b->failed_why, "Unknown Error (999)");
+	assert_string_equal(x->f->boards[1].failed, "");
+	/* The driver version failed at the start: said by every read. */
+	assert_string_equal(x->f->error, "nvmlSystemGetDriverVersion failed: Unknown Error (999)");
+	assert_int_equal(vendor_read(x->lib, x->f), 0);
+	assert_string_equal(x->f->error, "nvmlSystemGetDriverVersion failed: Unknown Error (999)");
+}
+
+/* A board that falls off the bus answers no call that names it: it keeps
+ * the name the same library gave it before, or is looked up by the bus
+ * ids the node should have. */
+static void
+test_nvml_lost_named(void **state)
+{
+	struct fix *x = *state;
+	const char *expect[] = { "0000:04:00.0", "0000:07:00.0" };
+
+	script(x, "nvidia 0 bus 0000:04:00.0\nnvidia 1 bus 0000:07:00.0\nnvidia 1 lost 1\n");
+	assert_int_equal(vendor_open(VENDOR_NVML, NVML_FAKE, &x->lib, x->f), 0);
+	vendor_expect(x->lib, expect, 2);
+	assert_int_equal(vendor_read(x->lib, x->f), 0);
+	assert_true(x->f->boards[1].lost);
+	assert_string_equal(x->f->boards[1].bus_id, "0000:07:00.0");
+	vendor_close(x->lib);
+	x->lib = NULL;
+
+	/* Named by an earlier read of the same library. */
+	script(x, "nvidia 0 bus 0000:04:00.0\nnvidia 1 bus 0000:07:00.0\n");
+	open_read(x, VENDOR_NVML, NVML_FAKE);
+	script(x, "nvidia 0 bus 0000:04:00.0\nnvidia 0 error nvmlDeviceGetPciInfo_v3 999\n"
+	          "nvidia 1 bus 0000:07:00.0\nnvidia 1 lost 1\n");
+	assert_int_equal(vendor_read(x->lib, x->f), 0);
+	assert_string_equal(x->f->boards[0].bus_id, "0000:04:00.0");
+	assert_string_equal(x->f->boards[0].failed, "nvmlDeviceGetPciInfo_v3");
+	assert_string_equal(x->f->boards[1].bus_id, "0000:07:00.0");
+	vendor_close(x->lib);
+	x->lib = NULL;
+
+	/* No name to be had: the lookup fails, and says so. */
+	script(x, "nvidia 0 bus 0000:04:00.0\nnvidia 0 error nvmlDeviceGetPciInfo_v3 999\n"
+	          "nvidia - error nvmlDeviceGetHandleByPciBusId_v2 999\n");
+	assert_int_equal(vendor_open(VENDOR_NVML, NVML_FAKE, &x->lib, x->f), 0);
+	vendor_expect(x->lib, expect, 1);
+	assert_int_equal(vendor_read(x->lib, x->f), 0);
+	assert_string_equal(x->f->boards[0].bus_id, "");
+	assert_string_equal(x->f->boards[0].failed,
+	                    "nvmlDeviceGetPciInfo_v3, nvmlDeviceGetHandleByPciBusId_v2");
+}
+
+/* Registration refused with each answer nvml.h allows, on every board or
+ * on one; the set made unusable (UNKNOWN); no set at all. */
+static void
+test_nvml_events_refused(void **state)
+{
+	struct fix *x = *state;
+	static const struct { unsigned code; const char *text; } refusals[] = {
+		{ NVML_E_NO_PERMISSION, "Insufficient Permissions (4)" },
+		{ NVML_E_NOT_SUPPORTED, "Not Supported (3)" },
+		{ NVML_E_GPU_IS_LOST, "GPU is lost (15)" },
+		{ NVML_E_UNINITIALIZED, "Uninitialized (1)" },
+		{ NVML_E_INVALID_ARGUMENT, "Invalid Argument (2)" },
+	};
+	struct vendor_event ev;
+	char text[256], err[200];
+
+	for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+		snprintf(text, sizeof(text), "nvidia 0 bus 0000:04:00.0\nnvidia 1 bus 0000:07:00.0\n"
+		         "nvidia - error nvmlDeviceRegisterEvents %u\n", refusals[i].code);
+		script(x, text);
+		open_read(x, VENDOR_NVML, NVML_FAKE);
+		assert_int_equal(vendor_events_open(x->lib, err, sizeof(err)), -ENOTSUP);
+		snprintf(text, sizeof(text), "nvmlDeviceRegisterEvents failed on 0000:04:00.0: %s, "
+		         "and on 1 more board", refusals[i].text);
+		assert_string_equal(err, text);
+		assert_int_equal(vendor_events_wait(x->lib, 10, &ev, NULL, 0), -ENOTSUP);
+		vendor_close(x->lib);
+		x->lib = NULL;
+	}
+
+	/* One board refuses: the other is watched. */
+	script(x, "nvidia 0 bus 0000:04:00.0\nnvidia 1 bus 0000:07:00.0\n"
+	          "nvidia 1 error nvmlDeviceRegisterEvents 4\n");
+	open_read(x, VENDOR_NVML, NVML_FAKE);
+	assert_int_equal(vendor_events_open(x->lib, err, sizeof(err)), 0);
+	assert_string_equal(err, "nvmlDeviceRegisterEvents failed on 0000:07:00.0: "
+	                         "Insufficient Permissions (4)");
+	assert_string_equal(vendor_events_refused(x->lib), "0000:07:00.0");
+	assert_int_equal(vendor_events_wait(x->lib, 10, &ev, NULL, 0), -ETIMEDOUT);
+	vendor_close(x->lib);
+	x->lib = NULL;
+
+	script(x, "nvidia 0 bus 0000:04:00.0\nnvidia 0 error nvmlDeviceRegisterEvents 999\n");
+	open_read(x, VENDOR_NVML, NVML_FAKE);
+	assert_int_equal(vendor_events_open(x->lib, err, sizeof(err)), -EIO);
+	assert_string_equal(err, "nvmlDeviceRegisterEvents failed on 0000:04:00.0: "
+	                         "Unknown Error (999)");
+	vendor_close(x->lib);
+	x->lib = NULL;
+
+	script(x, "nvidia 0 bus 0000:04:00.0\nnvidia - error nvmlEventSetCreate 999\n");
+	open_read(x, VENDOR_NVML, NVML_FAKE);
+	assert_int_equal(vendor_events_open(x->lib, err, sizeof(err)), -EIO);
+	assert_string_equal(err, "nvmlEventSetCreate failed: Unknown Error (999)");
+}
+
+/* A wait that fails says why in NVML's words; an event keeps the board it
+ * was registered with, even once a read finds the board lost. */
+static void
+test_nvml_wait(void **state)
+{
+	struct fix *x = *state;
+	struct vendor_event ev;
+	char err[200] = "";
+
+	script(x, "nvidia 0 bus 0000:04:00.0\nnvidia 1 bus 0000:07:00.0\n");
+	open_read(x, VENDOR_NVML, NVML_FAKE);
+	assert_int_equal(vendor_events_open(x->lib, err, sizeof(err)), 0);
+	assert_string_equal(err, "");
+	script(x, "nvidia 0 bus 0000:04:00.0\nnvidia 1 bus 0000:07:00.0\nnvidia 1 lost 1\n");
+	assert_int_equal(vendor_read(x->lib, x->f), 0);
+	assert_true(x->f->boards[1].lost);
+	script(x, "nvidia 0 bus 0000:04:00.0\nnvidia 1 bus 0000:07:00.0\nnvidia 1 lost 1\n"
+	          "nvidia 1 event xid 79\n");
+	assert_int_equal(vendor_events_wait(x->lib, 1000, &ev, err, sizeof(err)), 0);
+	assert_int_equal(ev.kind, VENDOR_EVENT_XID);
+	assert_int_equal(ev.xid, 79);
+	assert_int_equal(ev.board, 1);
+	assert_string_equal(ev.bus_id, "0000:07:00.0");
+	/* Then the wait answers "lost": which board, by its bus id. */
+	assert_int_equal(vendor_events_wait(x->lib, 1000, &ev, err, sizeof(err)), 0);
+	assert_int_equal(ev.kind, VENDOR_EVENT_LOST);
+	assert_string_equal(ev.bus_id, "0000:07:00.0");
+
+	script(x, "nvidia 0 bus 0000:04:00.0\nnvidia - error nvmlEventSetWait_v2 999\n");
+	assert_int_equal(vendor_events_wait(x->lib, 1000, &ev, err, sizeof(err)), -EIO);
+	assert_string_equal(err, "nvmlEventSetWait_v2 failed: Unknown Error (999)");
 }
 
 static void
@@ -267,7 +456,7 @@ test_events_not_nvml(void **state)
 	script(x, "amd 0 bus 0000:c1:00.0\n");
 	open_read(x, VENDOR_RSMI, RSMI_FAKE);
 	assert_int_equal(vendor_events_open(x->lib, err, sizeof(err)), -ENOTSUP);
-	assert_int_equal(vendor_events_wait(x->lib, 10, &ev), -ENOTSUP);
+	assert_int_equal(vendor_events_wait(x->lib, 10, &ev, NULL, 0), -ENOTSUP);
 }
 
 /* ---- ROCm SMI ---------------------------------------------------------- */
@@ -487,6 +676,11 @@ main(void)
 		T(test_nvml_faults),
 		T(test_nvml_absent_board),
 		T(test_nvml_events),
+		T(test_nvml_temperature_v),
+		T(test_nvml_failed_calls),
+		T(test_nvml_lost_named),
+		T(test_nvml_events_refused),
+		T(test_nvml_wait),
 		T(test_nvml_init_fails),
 		T(test_events_not_nvml),
 		T(test_rsmi),
