@@ -39,7 +39,7 @@ inst_files() {
 		"${INST[bindir]}/vigil" \
 		"${INST[sbindir]}/vigil-healthcheck" \
 		"${INST[sysconfdir]}/default/vigil-healthcheck" \
-		"${INST[includedir]}/vigil.h" \
+		"${INST[includedir]}/vigil.h" "${INST[includedir]}/vigil_version.h" \
 		"${INST[pythondir]}/vigil_timing.py" \
 		"$p/slurm/vigil.sbatch" "$p/slurm/vigil-healthcheck.default" \
 		"$p/notify/mail.sh" "$p/notify/webhook.sh" \
