@@ -132,7 +132,8 @@ make_root "$R"
 # shellcheck disable=SC2046
 out=$(vigil check --sysfs-root "$R" $(pascal_flags) 2>&1); rc=$?
 expect_eq "vigil check: healthy, silent" "0 " "$rc $out"
-out=$(cd "$SCRATCH" && env -u PYTHONPATH python3 -c 'import vigil_timing; print(vigil_timing.__file__)' 2>&1)
+# Debian's python3, the one the package depends on (not one earlier in PATH).
+out=$(cd "$SCRATCH" && env -u PYTHONPATH /usr/bin/python3 -c 'import vigil_timing; print(vigil_timing.__file__)' 2>&1)
 expect_eq "import vigil_timing without PYTHONPATH" /usr/lib/python3/dist-packages/vigil_timing.py "$out"
 
 # The example under `vigil run`, 2 ranks, from the installed files.
@@ -153,7 +154,7 @@ export SL_ETC_DEFAULT=$SCRATCH/default
 inst_healthcheck /usr/sbin/vigil-healthcheck
 
 # 5. Purge: nothing of the packages stays, byte code included.
-python3 -c 'import vigil_timing' >/dev/null 2>&1  # as root: byte code written, for purge to remove
+/usr/bin/python3 -c 'import vigil_timing' >/dev/null 2>&1  # as root: byte code written, for purge to remove
 purge
 for p in $PKGS; do
 	installed "$p" && fail "$p still installed after purge"

@@ -106,6 +106,9 @@ mkfifo "$SCRATCH/fifo"
 	--iters 1 --iter-ms 1 --ckpt-signal USR2 --ckpt-dir "$ck.bp" >"$SCRATCH/fifo" 2>"$SCRATCH/bp.err" &
 agent=$!
 exec 9<"$SCRATCH/fifo"          # a reader that does not read yet
+# The signal goes to the agent once it runs the training (its handlers
+# are set by then), and the training has had a second to fill the pipe.
+for _ in $(seq 100); do pgrep -P "$agent" >/dev/null && break; sleep 0.1; done
 sleep 1
 rss=$(awk '/^VmRSS/ {print $2}' /proc/$agent/status)
 kill -USR1 "$agent"
