@@ -16,12 +16,13 @@ expect_eq "one master for all" 1 "$(printf '%s\n' "$out" | awk '/^env /{print $5
 expect_match "master port chosen" ':[0-9]+$' "$(printf '%s\n' "$out" | awk '/^env /{print $5}' | head -1)"
 expect_eq "banner once, from the coordinator" 1 "$(grep -c '^vigil: pytorch training on 4 nodes' "$SCRATCH/err")"
 
-# One node's training crashes: every node's training is stopped, the job
+# One node's training crashes (2 s in, once the others have their
+# handlers): every node's training is stopped, the job
 # exits with that node's status, the report names it.
 ck="$SCRATCH/ck"
 start=$(date +%s)
 out=$(vrun --mode pytorch --grace 5 --report "$SCRATCH/report.json" --events "$SCRATCH/ev.jsonl" -- \
-	sh -c "if [ \"\$RANK\" = 2 ]; then exec $SIM --iters 100000 --iter-ms 20 --crash-at 5 --crash-code 7 --ckpt-dir $ck.\$RANK; else exec $SIM --iters 100000 --iter-ms 20 --ckpt-dir $ck.\$RANK; fi" \
+	sh -c "if [ \"\$RANK\" = 2 ]; then exec $SIM --iters 100000 --iter-ms 20 --crash-at 100 --crash-code 7 --ckpt-dir $ck.\$RANK; else exec $SIM --iters 100000 --iter-ms 20 --ckpt-dir $ck.\$RANK; fi" \
 	2>"$SCRATCH/err"); rc=$?
 elapsed=$(( $(date +%s) - start ))
 expect_eq "crash status is the job's" 7 "$rc"
