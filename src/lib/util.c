@@ -102,35 +102,86 @@ split_path(const char *path, char **dir, const char **base)
 	return 0;
 }
 
+void
+util_random_bytes(void *buf, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = getrandom(buf, len, GRND_NONBLOCK);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)len) {
+		/* Early boot without entropy: O_EXCL still makes a create
+		 * safe, the name is only less hard to guess. */
+		uint64_t t = (uint64_t)util_now_ns() ^ ((uint64_t)getpid() << 32);
+		unsigned char *p = buf;
+
+		for (size_t i = 0; i < len; i++)
+			p[i] = (unsigned char)(t >> (8 * (i % 8)));
+	}
+}
+
 /* ".BASE.vigil-XXXXXXXXXXXX" with random hex, for the temporary file. */
 static int
 temp_name(const char *base, char *buf, size_t len)
 {
 	unsigned char rnd[6];
-	ssize_t n;
 	int w;
 
-	do
-		n = getrandom(rnd, sizeof(rnd), GRND_NONBLOCK);
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(rnd)) {
-		/* Early boot without entropy: O_EXCL still makes the create
-		 * safe, the name is only less hard to guess. */
-		uint64_t t = (uint64_t)util_now_ns() ^ ((uint64_t)getpid() << 32);
-
-		memcpy(rnd, &t, sizeof(rnd));
-	}
+	util_random_bytes(rnd, sizeof(rnd));
 	w = snprintf(buf, len, ".%.200s.vigil-%02x%02x%02x%02x%02x%02x", base, rnd[0], rnd[1],
 	             rnd[2], rnd[3], rnd[4], rnd[5]);
 	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
 }
 
 int
+util_write_atomic_at(int dfd, const char *name, const void *data, size_t len, mode_t mode)
+{
+	char tmp[256];
+	int fd = -1, rc, tries = 0;
+
+	if (!name || !*name || strchr(name, '/') || strcmp(name, ".") == 0 ||
+	    strcmp(name, "..") == 0 || (mode & 022))
+		return -EINVAL;
+	do {
+		rc = temp_name(name, tmp, sizeof(tmp));
+		if (rc < 0)
+			return rc;
+		/* Mode 0600 until the content is whole; O_NOFOLLOW and O_EXCL:
+		 * whatever another user planted under this name is refused. */
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	} while (fd < 0 && errno == EEXIST && ++tries < 8);
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, mode) < 0 || (rc = util_write_all(fd, data, len)) < 0 ||
+	    fsync(fd) < 0) {
+		if (rc == 0)
+			rc = -errno;
+		goto unlink;
+	}
+	rc = close(fd) < 0 ? -errno : 0;
+	fd = -1;
+	if (rc == 0 && renameat(dfd, tmp, dfd, name) < 0)
+		rc = -errno;
+	if (rc < 0)
+		goto unlink;
+	/* The new name survives a crash once the directory is synced; the
+	 * file is already correct if this fails, so it is not reported. */
+	(void)fsync(dfd);
+	return 0;
+unlink:
+	if (fd >= 0)
+		(void)close(fd);
+	(void)unlinkat(dfd, tmp, 0);  /* already failing: leave nothing behind */
+	return rc;
+}
+
+int
 util_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
 {
-	char *dir = NULL, tmp[256];
+	char *dir = NULL;
 	const char *base;
-	int dfd = -1, fd = -1, rc, tries = 0;
+	int dfd, rc;
 
 	if (!path || !*path || (mode & 022))
 		return -EINVAL;
@@ -138,51 +189,11 @@ util_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
 	if (rc < 0)
 		return rc;
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	do {
-		rc = temp_name(base, tmp, sizeof(tmp));
-		if (rc < 0)
-			goto out;
-		/* Mode 0600 until the content is whole; O_NOFOLLOW and O_EXCL:
-		 * whatever another user planted under this name is refused. */
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	} while (fd < 0 && errno == EEXIST && ++tries < 8);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (fchmod(fd, mode) < 0 || (rc = util_write_all(fd, data, len)) < 0 ||
-	    fsync(fd) < 0) {
-		if (rc == 0)
-			rc = -errno;
-		goto unlink;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		rc = -errno;
-		goto unlink;
-	}
-	fd = -1;
-	if (renameat(dfd, tmp, dfd, base) < 0) {
-		rc = -errno;
-		goto unlink;
-	}
-	/* The new name survives a crash once the directory is synced; the
-	 * file is already correct if this fails, so it is not reported. */
-	(void)fsync(dfd);
-	rc = 0;
-	goto out;
-unlink:
-	(void)unlinkat(dfd, tmp, 0);  /* already failing: leave nothing behind */
-out:
-	if (fd >= 0)
-		(void)close(fd);
-	if (dfd >= 0)
-		(void)close(dfd);
 	free(dir);
+	if (dfd < 0)
+		return -errno;
+	rc = util_write_atomic_at(dfd, base, data, len, mode);
+	(void)close(dfd);
 	return rc;
 }
 
@@ -293,20 +304,26 @@ remove_at(int dfd, dev_t dev)
 }
 
 int
-util_remove_tree(const char *dir)
+util_empty_dir_at(int dfd)
 {
 	struct stat st;
+
+	if (fstat(dfd, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	return remove_at(dfd, st.st_dev);
+}
+
+int
+util_remove_tree(const char *dir)
+{
 	int dfd, rc;
 
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	if (fstat(dfd, &st) < 0) {
-		rc = -errno;
-		(void)close(dfd);
-		return rc;
-	}
-	rc = remove_at(dfd, st.st_dev);
+	rc = util_empty_dir_at(dfd);
 	(void)close(dfd);
 	if (rmdir(dir) < 0 && rc == 0)
 		rc = -errno;

@@ -57,6 +57,13 @@ int util_write_all(int fd, const void *buf, size_t len);
  */
 int util_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
 
+/*
+ * util_write_atomic() of NAME (a plain name, no slash) in the directory
+ * open at DFD: the directory is the one the caller judged and holds, not
+ * a path looked up again.  The same guarantees and return values.
+ */
+int util_write_atomic_at(int dfd, const char *name, const void *data, size_t len, mode_t mode);
+
 /* util_write_atomic() of a NUL-terminated string. */
 int util_write_atomic_str(const char *path, const char *text, mode_t mode);
 
@@ -86,11 +93,24 @@ int util_dir_is_private(const char *dir);
 int util_mkdir_p(const char *path, mode_t mode);
 
 /*
+ * Remove everything inside the directory open at DFD (not the directory
+ * itself), as util_remove_tree() does.  0 or the first negative errno.
+ */
+int util_empty_dir_at(int dfd);
+
+/*
  * Remove DIR and everything in it, without following symlinks and
  * without leaving DIR's file system (a mount point under DIR is left).
  * Returns 0 or the first negative errno met (it goes on past errors).
  */
 int util_remove_tree(const char *dir);
+
+/*
+ * LEN random bytes into BUF (getrandom(), never blocking; early in boot,
+ * without entropy yet, bytes from the clock and the pid: good enough for
+ * names that O_EXCL makes safe anyway).
+ */
+void util_random_bytes(void *buf, size_t len);
 
 /* ---- text --------------------------------------------------------------- */
 
