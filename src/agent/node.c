@@ -1047,7 +1047,8 @@ node_launch(struct node *n)
 		send_result(n, true);  /* told to stop before it could start */
 	} else if (!n->member) {
 		send_result(n, true);  /* not in this attempt: keep watching */
-	} else if ((rc = mode_write_files(&n->launch, err, sizeof(err))) < 0) {
+	} else if ((rc = mode_write_files_in(&n->launch, rundir_fd(&n->rundir), n->rundir.path,
+	                                     err, sizeof(err))) < 0) {
 		n->start_code = VIGIL_EXIT_INTERNAL;
 		snprintf(n->start_error, sizeof(n->start_error), "%s", err);
 		send_result(n, false);

@@ -1337,10 +1337,23 @@ optional_dir_ok(const char *path)
 	return rc < 0 ? rc : util_dir_is_private(dir);
 }
 
-int
-mode_write_files(const struct mode_launch *l, char *err, size_t errlen)
+/* PATH's name when PATH is DIR/NAME, else NULL. */
+static const char *
+name_in(const char *path, const char *dir)
 {
-	const char *required = NULL;
+	size_t n = dir ? strlen(dir) : 0;
+
+	if (n == 0 || strncmp(path, dir, n) != 0 || path[n] != '/' || !path[n + 1] ||
+	    strchr(path + n + 1, '/'))
+		return NULL;
+	return path + n + 1;
+}
+
+int
+mode_write_files_in(const struct mode_launch *l, int dirfd, const char *dir, char *err,
+                    size_t errlen)
+{
+	const char *required = NULL, *name;
 
 	for (int i = 0; i < l->nfiles; i++) {
 		if (!l->files[i].optional)
@@ -1350,7 +1363,10 @@ mode_write_files(const struct mode_launch *l, char *err, size_t errlen)
 		const struct mode_file *f = &l->files[i];
 		int rc = f->optional ? optional_dir_ok(f->path) : 0;
 
-		if (rc == 0)
+		name = dirfd >= 0 ? name_in(f->path, dir) : NULL;
+		if (rc == 0 && name)
+			rc = util_write_atomic_at(dirfd, name, f->content, strlen(f->content), 0644);
+		else if (rc == 0)
 			rc = write_atomic(f->path, f->content);
 		if (rc < 0 && f->optional) {
 			LOG_WARN("%s not written (%s); the hostfile is %s, which the command "
@@ -1367,6 +1383,12 @@ mode_write_files(const struct mode_launch *l, char *err, size_t errlen)
 		}
 	}
 	return 0;
+}
+
+int
+mode_write_files(const struct mode_launch *l, char *err, size_t errlen)
+{
+	return mode_write_files_in(l, -1, NULL, err, errlen);
 }
 
 /* Orders "KEY=..." entries by KEY. */

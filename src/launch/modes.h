@@ -156,6 +156,15 @@ int mode_build(const struct mode_plan *p, struct mode_launch *out, char *err, si
 int mode_write_files(const struct mode_launch *l, char *err, size_t errlen);
 
 /*
+ * mode_write_files(), where a file that goes straight into DIR (DIR/NAME)
+ * is written relative to DIRFD, the descriptor of DIR the caller judged
+ * and holds (the run directory, rundir.h), rather than by its path;
+ * DIRFD < 0 or DIR NULL: as mode_write_files().
+ */
+int mode_write_files_in(const struct mode_launch *l, int dirfd, const char *dir, char *err,
+                        size_t errlen);
+
+/*
  * For --dry-run: the variables the launch sets or removes relative to
  * BASE_ENVP (sorted), each file with its content, the exact command,
  * shell-quoted, and the warning if there is one.

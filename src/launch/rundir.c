@@ -1,5 +1,6 @@
 /*
- * rundir.c - the private run directory for a node's hostfiles.
+ * rundir.c - the private run directory for a node's hostfiles, held open
+ * from its check to its removal.
  */
 #include "autoconf.h"
 
@@ -10,155 +11,54 @@
 #include <unistd.h>
 
 #include "launch/rundir.h"
-#include "lib/util.h"
+#include "lib/safepath.h"
 
-/*
- * Whether entries of directory DIR are safe from other users: they could
- * rename or replace them when they own DIR, or may write to it without
- * the sticky bit (which limits renames to an entry's owner, as in /tmp).
- * 0, -EPERM (another user's), -EACCES (writable by others, not sticky),
- * -ENOTDIR, or the errno of stat(); *ST gets what stat() said.
- */
-static int
-entries_safe(const char *dir, struct stat *st)
+/* The fix for what safepath said (RC) about a --run-dir. */
+static const char *
+fix_for(int rc)
 {
-	if (stat(dir, st) < 0)
-		return -errno;
-	if (!S_ISDIR(st->st_mode))
-		return -ENOTDIR;
-	if (st->st_uid != geteuid() && st->st_uid != 0)
-		return -EPERM;
-	if ((st->st_mode & 022) && !(st->st_mode & S_ISVTX))
-		return -EACCES;
-	return 0;
-}
-
-/* PATH's parent directory into BUF ("." when PATH has no slash). */
-static int
-parent_of(const char *path, char *buf, size_t len)
-{
-	size_t n = strlen(path);
-
-	while (n > 1 && path[n - 1] == '/')
-		n--;  /* "dir/" names dir */
-	while (n > 0 && path[n - 1] != '/')
-		n--;
-	while (n > 1 && path[n - 1] == '/')
-		n--;
-	if (n == 0) {
-		snprintf(buf, len, ".");
-		return 0;
-	}
-	if (n >= len)
-		return -ENAMETOOLONG;
-	memcpy(buf, path, n);
-	buf[n] = '\0';
-	return 0;
-}
-
-/* Why GIVEN's parent PARENT (stat in ST) is no place for it, into ERR. */
-static int
-parent_refused(int rc, const char *given, const char *parent, const struct stat *st,
-               char *err, size_t errlen)
-{
-	if (rc == -EPERM)
-		snprintf(err, errlen, "--run-dir %s is in %s, a directory of another user (uid "
-		         "%lu), who could replace it and the hostfiles in it: use a directory of "
-		         "your own", given, parent, (unsigned long)st->st_uid);
-	else if (rc == -EACCES)
-		snprintf(err, errlen, "--run-dir %s is in %s, which others may write to (mode "
-		         "%04o, no sticky bit): they could replace it and the hostfiles in it; use "
-		         "a directory of your own", given, parent, (unsigned)(st->st_mode & 07777));
-	else
-		snprintf(err, errlen, "--run-dir %s: cannot use its parent directory %s: %s", given,
-		         parent, strerror(-rc));
-	return rc == -ENOENT || rc == -ENOTDIR || rc == -EACCES || rc == -EPERM ||
-	       rc == -ENAMETOOLONG ? -EINVAL : rc;
-}
-
-/* Why GIVEN itself (util_dir_is_private() said RC) cannot be used, into ERR. */
-static void
-dir_refused(int rc, const char *given, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (lstat(given, &st) < 0)
-		memset(&st, 0, sizeof(st));
 	switch (rc) {
 	case -ELOOP:
-		snprintf(err, errlen, "--run-dir %s is a symbolic link: name the directory itself "
-		         "(whoever can change the link could point it elsewhere)", given);
-		break;
-	case -ENOTDIR:
-		snprintf(err, errlen, "--run-dir %s is not a directory", given);
-		break;
+		return "name the directory itself, through no link (whoever can change a link "
+		       "can point it elsewhere)";
 	case -EPERM:
-		snprintf(err, errlen, "--run-dir %s belongs to another user (uid %lu), who could "
-		         "replace the hostfiles in it: use a directory of your own", given,
-		         (unsigned long)st.st_uid);
-		break;
+		return "use a directory of your own, in directories of your own or root's "
+		       "(another user could replace it, and the hostfiles in it)";
 	case -EACCES:
-		snprintf(err, errlen, "--run-dir %s is writable by others (mode %04o): anyone could "
-		         "replace the hostfiles in it; `chmod go-w` it, or use another directory",
-		         given, (unsigned)(st.st_mode & 07777));
-		break;
+		return "`chmod go-w` it, or use a directory no other user may write to (they "
+		       "could replace it, and the hostfiles in it)";
+	case -ENOENT:
+		return "its parent directory must exist";
 	default:
-		snprintf(err, errlen, "--run-dir %s: %s", given, strerror(-rc));
-		break;
+		return "use another directory";
 	}
 }
 
-/* GIVEN as --run-dir: refused when unsafe, created (0700) when absent. */
+/*
+ * GIVEN as --run-dir: every component judged (safepath.h), the directory
+ * itself the user's and private, made (0700) when absent, and held open.
+ */
 static int
-prepare_given(struct rundir *rd, const char *name, char *err, size_t errlen)
+prepare_given(struct rundir *rd, const char *given, char *err, size_t errlen)
 {
-	char parent[4096], given[4096];
-	size_t len = strlen(name);
-	struct stat st;
+	char why[4200];
+	size_t len = strlen(given);
 	int rc;
 
 	if (len == 0 || len >= sizeof(rd->path) - 64) {
 		snprintf(err, errlen, "--run-dir: give a directory path of 1 to 4000 characters");
 		return -EINVAL;
 	}
-	/* "link/" would have lstat() follow the link: the name without them */
-	while (len > 1 && name[len - 1] == '/')
-		len--;
-	memcpy(given, name, len);
-	given[len] = '\0';
-	rc = parent_of(given, parent, sizeof(parent));
-	if (rc == 0)
-		rc = entries_safe(parent, &st);
-	if (rc < 0)
-		return parent_refused(rc, given, parent, &st, err, errlen);
-	if (mkdir(given, 0700) == 0) {
-		rd->made = true;
-		/* 0700 whatever the umask took away: the owner writes here */
-		if (chmod(given, 0700) < 0) {
-			rc = -errno;
-			snprintf(err, errlen, "cannot set the mode of --run-dir %s: %s", given,
-			         strerror(-rc));
-			goto undo;
-		}
-	} else if (errno != EEXIST) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot create --run-dir %s: %s", given, strerror(-rc));
-		return rc == -EACCES || rc == -EROFS || rc == -ENAMETOOLONG ? -EINVAL : rc;
-	}
-	/* Existing or just made: checked the same way (another agent of the
-	 * job on this host may have made it a moment ago). */
-	rc = util_dir_is_private(given);
+	rc = safepath_dir_open(given, SAFEPATH_MKDIR | SAFEPATH_OWN, 0700, &rd->dir, why,
+	                       sizeof(why));
 	if (rc < 0) {
-		dir_refused(rc, given, err, errlen);
-		goto undo;
+		snprintf(err, errlen, "--run-dir %s refused: %s: %s", given, why, fix_for(rc));
+		return rc == -ENOENT || rc == -ENAMETOOLONG || rc == -EROFS ? -EINVAL : rc;
 	}
-	snprintf(rd->path, sizeof(rd->path), "%s", given);
+	rd->held = true;
+	rd->made = rd->dir.made;
+	snprintf(rd->path, sizeof(rd->path), "%s", rd->dir.path);
 	return 0;
-undo:
-	if (rd->made)
-		(void)rmdir(given);
-	rd->made = false;
-	return rc;
 }
 
 /* A new private directory under TMPDIR, or /tmp when TMPDIR is not fit. */
@@ -166,45 +66,37 @@ static int
 prepare_default(struct rundir *rd, const char *tmpdir, char *err, size_t errlen, char *warn,
                 size_t warnlen)
 {
-	const char *parent = "/tmp";
-	struct stat st;
-	int rc;
+	struct safepath_dir parent;
+	char why[4200];
+	int rc = -EINVAL;
 
+	safepath_dir_init(&parent);
 	if (tmpdir && *tmpdir) {
-		rc = tmpdir[0] == '/' ? entries_safe(tmpdir, &st) : -EINVAL;
-		if (rc == 0)
-			parent = tmpdir;
+		if (tmpdir[0] == '/')
+			rc = safepath_dir_open(tmpdir, 0, 0, &parent, why, sizeof(why));
 		else
+			snprintf(why, sizeof(why), "not an absolute path");
+		if (rc < 0)
 			snprintf(warn, warnlen, "TMPDIR %s is no place for the run directory (%s): "
-			         "using /tmp", tmpdir,
-			         rc == -EINVAL ? "not an absolute path" :
-			         rc == -EPERM ? "another user's directory" :
-			         rc == -EACCES ? "writable by others, without the sticky bit" :
-			         strerror(-rc));
+			         "using /tmp", tmpdir, why);
 	}
-	if (parent != tmpdir && (rc = entries_safe(parent, &st)) < 0) {
-		snprintf(err, errlen, "no safe place for the run directory: /tmp %s; give one with "
-		         "--run-dir", rc == -EPERM ? "belongs to another user" :
-		         rc == -EACCES ? "is writable by others without the sticky bit" :
-		         strerror(-rc));
-		return rc == -EPERM || rc == -EACCES ? -EINVAL : rc;
+	if (parent.fd < 0 && (rc = safepath_dir_open("/tmp", 0, 0, &parent, why,
+	                                             sizeof(why))) < 0) {
+		snprintf(err, errlen, "no safe place for the run directory: %s; give one with "
+		         "--run-dir", why);
+		return rc == -EPERM || rc == -EACCES || rc == -ELOOP ? -EINVAL : rc;
 	}
-	rc = util_private_dir(parent, "vigil", rd->path, sizeof(rd->path));
+	rc = safepath_dir_temp(&parent, "vigil", &rd->dir);
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot create the run directory in %s: %s", parent,
+		snprintf(err, errlen, "cannot create the run directory in %s: %s", parent.path,
 		         strerror(-rc));
-		rd->path[0] = '\0';
+		safepath_dir_close(&parent);
 		return rc;
 	}
+	safepath_dir_close(&parent);
+	rd->held = true;
 	rd->made = true;
-	/* mkdtemp() made it 0700 less the umask: the owner must write here.
-	 * Then the same check as a given one, for what cannot happen. */
-	if (chmod(rd->path, 0700) < 0 || (rc = util_dir_is_private(rd->path)) < 0) {
-		rc = rc < 0 ? rc : -errno;
-		snprintf(err, errlen, "the run directory %s: %s", rd->path, strerror(-rc));
-		(void)rundir_release(rd);
-		return rc;
-	}
+	snprintf(rd->path, sizeof(rd->path), "%s", rd->dir.path);
 	return 0;
 }
 
@@ -226,7 +118,8 @@ rundir_prepare(struct rundir *rd, const char *given, const char *tmpdir, char *e
 	}
 	err[0] = '\0';
 	rd->path[0] = '\0';
-	rd->made = false;
+	rd->made = rd->held = false;
+	safepath_dir_init(&rd->dir);
 	if (given)
 		return prepare_given(rd, given, err, errlen);
 	return prepare_default(rd, tmpdir, err, errlen, warn, warnlen);
@@ -243,9 +136,19 @@ rundir_release(struct rundir *rd)
 {
 	int rc = 0;
 
-	if (rd->made && rd->path[0])
-		rc = util_remove_tree(rd->path);
+	/* through the descriptors held since the directory was judged (or
+	 * made): never by its name, which could lead elsewhere by now */
+	if (rd->held && rd->made)
+		rc = safepath_dir_remove(&rd->dir);
+	else if (rd->held)
+		safepath_dir_close(&rd->dir);
 	rd->path[0] = '\0';
-	rd->made = false;
+	rd->made = rd->held = false;
 	return rc;
+}
+
+int
+rundir_fd(const struct rundir *rd)
+{
+	return rd->held ? rd->dir.fd : -1;
 }

@@ -109,7 +109,7 @@ test_default_unsafe_tmpdir(void **state)
 	assert_int_equal(mkdir(f->path, 0700), 0);
 	assert_int_equal(chmod(f->path, 0777), 0);
 	assert_int_equal(prepare(f, NULL, f->path), 0);
-	assert_non_null(strstr(f->warn, "writable by others, without the sticky bit"));
+	assert_non_null(strstr(f->warn, "/open is writable by others (mode 0777, no sticky bit)"));
 	assert_int_equal(strncmp(f->rd.path, "/tmp/vigil.", 11), 0);
 	assert_int_equal(rundir_release(&f->rd), 0);
 	/* sticky, as /tmp is: entries there are their owners' alone */
@@ -168,7 +168,7 @@ test_given_unsafe(void **state)
 	snprintf(target, sizeof(target), "%s/rd", f->path);
 	rc = prepare(f, target, NULL);
 	assert_true(rundir_usage_error(rc));
-	assert_non_null(strstr(f->err, "which others may write to (mode 0777, no sticky bit)"));
+	assert_non_null(strstr(f->err, "/open is writable by others (mode 0777, no sticky bit)"));
 	assert_int_equal(access(target, F_OK), -1);
 	/* a symbolic link, even to a good directory */
 	snprintf(target, sizeof(target), "%s/link", f->dir);
@@ -189,7 +189,7 @@ test_given_unsafe(void **state)
 	snprintf(target, sizeof(target), "%s/no/such", f->dir);
 	rc = prepare(f, target, NULL);
 	assert_true(rundir_usage_error(rc));
-	assert_non_null(strstr(f->err, "cannot use its parent directory"));
+	assert_non_null(strstr(f->err, "/no does not exist"));
 	rc = prepare(f, "", NULL);
 	assert_int_equal(rc, -EINVAL);
 }
@@ -208,13 +208,75 @@ test_given_other_user(void **state)
 	assert_int_equal(chown(f->path, 65534, 65534), 0);
 	rc = prepare(f, f->path, NULL);
 	assert_int_equal(rc, -EPERM);
-	assert_non_null(strstr(f->err, "belongs to another user (uid 65534)"));
+	assert_non_null(strstr(f->err, "/theirs is a directory of another user (uid 65534)"));
 	/* ... and a directory inside it, which they could swap */
 	strcat(f->path, "/rd");
 	rc = prepare(f, f->path, NULL);
 	assert_true(rundir_usage_error(rc));
-	assert_non_null(strstr(f->err, "a directory of another user (uid 65534)"));
+	assert_non_null(strstr(f->err, "/theirs is a directory of another user (uid 65534)"));
 	assert_int_equal(access(f->path, F_OK), -1);
+}
+
+/*
+ * A link of another user's on the way to a directory of root's (in a
+ * sticky directory, as /tmp/L would be): refused, naming the link,
+ * before anything is made through it.
+ */
+static void
+test_given_through_link(void **state)
+{
+	struct fixture *f = *state;
+	char sticky[300], mine[300], link[320];
+	int rc;
+
+	snprintf(sticky, sizeof(sticky), "%s/tmp", f->dir);
+	snprintf(mine, sizeof(mine), "%s/mine", f->dir);
+	assert_int_equal(mkdir(sticky, 0700), 0);
+	assert_int_equal(chmod(sticky, 01777), 0);
+	assert_int_equal(mkdir(mine, 0755), 0);
+	snprintf(link, sizeof(link), "%s/L", sticky);
+	assert_int_equal(symlink(mine, link), 0);
+	if (geteuid() == 0)
+		assert_int_equal(lchown(link, 65534, 65534), 0);
+	snprintf(f->path, sizeof(f->path), "%s/rd", link);
+	rc = prepare(f, f->path, NULL);
+	assert_int_equal(rc, -ELOOP);
+	assert_true(rundir_usage_error(rc));
+	assert_non_null(strstr(f->err, "/tmp/L is a symbolic link"));
+	if (geteuid() == 0)
+		assert_non_null(strstr(f->err, "of another user (uid 65534)"));
+	snprintf(f->path, sizeof(f->path), "%s/rd", mine);
+	assert_int_equal(access(f->path, F_OK), -1);  /* nothing made through it */
+}
+
+/*
+ * Release removes what vigil made through the descriptors it held since:
+ * the directory moved away is emptied where it is, and whatever was put
+ * at its old name is left alone.
+ */
+static void
+test_release_by_descriptor(void **state)
+{
+	struct fixture *f = *state;
+	char moved[300], planted[600];
+
+	snprintf(f->path, sizeof(f->path), "%s/rd", f->dir);
+	assert_int_equal(prepare(f, f->path, NULL), 0);
+	assert_true(f->rd.made);
+	assert_true(rundir_fd(&f->rd) >= 0);
+	/* the hostfile goes in through the descriptor */
+	assert_int_equal(util_write_atomic_at(rundir_fd(&f->rd), "hostfile", "n1 slots=1\n", 11,
+	                                      0644), 0);
+	snprintf(moved, sizeof(moved), "%s/moved", f->dir);
+	assert_int_equal(rename(f->path, moved), 0);
+	assert_int_equal(mkdir(f->path, 0700), 0);
+	snprintf(planted, sizeof(planted), "%s/keep", f->path);
+	assert_int_equal(util_write_atomic_str(planted, "x", 0644), 0);
+	assert_int_equal(rundir_release(&f->rd), -ESTALE);
+	assert_int_equal(access(planted, F_OK), 0);
+	snprintf(planted, sizeof(planted), "%s/hostfile", moved);
+	assert_int_equal(access(planted, F_OK), -1);
+	assert_int_equal(rundir_fd(&f->rd), -1);
 }
 
 int
@@ -227,6 +289,8 @@ main(void)
 		T(test_given_made_or_kept),
 		T(test_given_unsafe),
 		T(test_given_other_user),
+		T(test_given_through_link),
+		T(test_release_by_descriptor),
 	};
 #undef T
 
