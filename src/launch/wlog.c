@@ -13,25 +13,38 @@
 #include <unistd.h>
 
 #include "launch/wlog.h"
+#include "lib/safepath.h"
 #include "lib/util.h"
 
 struct wlog {
-	char path[PATH_MAX], old[PATH_MAX];
+	char path[PATH_MAX];
+	char name[NAME_MAX + 1], old[NAME_MAX + 1];  /* NODE.out, NODE.out.1 */
+	struct safepath_dir dir;                      /* held while the log is */
 	int fd;
 	long long size, max;
 };
 
+/* NODE.out in the held directory, created 0600; one of ours that an
+ * older vigil left 0644 is made private too. */
 static int
 open_file(struct wlog *w)
 {
 	struct stat st;
+	int rc;
 
-	w->fd = open(w->path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	w->fd = openat(w->dir.fd, w->name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	               0600);
 	if (w->fd < 0)
 		return -errno;
-	if (fstat(w->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		int rc = fstat(w->fd, &st) < 0 ? -errno : -EINVAL;
-
+	if (fstat(w->fd, &st) < 0)
+		rc = -errno;
+	else if (!S_ISREG(st.st_mode))
+		rc = -EINVAL;
+	else if (st.st_uid != geteuid() || st.st_nlink != 1)
+		rc = -EPERM;  /* not made by this user here: not ours to append to */
+	else
+		rc = (st.st_mode & 07777) != 0600 && fchmod(w->fd, 0600) < 0 ? -errno : 0;
+	if (rc < 0) {
 		(void)close(w->fd);
 		w->fd = -1;
 		return rc;
@@ -44,6 +57,7 @@ struct wlog *
 wlog_open(const char *dir, const char *node, long long max_bytes, char *err, size_t errlen)
 {
 	struct wlog *w = calloc(1, sizeof(*w));
+	char why[PATH_MAX + 200];
 	int rc;
 
 	if (!w) {
@@ -51,31 +65,32 @@ wlog_open(const char *dir, const char *node, long long max_bytes, char *err, siz
 		return NULL;
 	}
 	w->fd = -1;
+	safepath_dir_init(&w->dir);
 	w->max = max_bytes > 0 ? max_bytes : 1;
 	if (snprintf(w->path, sizeof(w->path), "%s/%s.out", dir, node) >= (int)sizeof(w->path) ||
-	    snprintf(w->old, sizeof(w->old), "%s.1", w->path) >= (int)sizeof(w->old)) {
+	    snprintf(w->name, sizeof(w->name), "%s.out", node) >= (int)sizeof(w->name) ||
+	    snprintf(w->old, sizeof(w->old), "%s.out.1", node) >= (int)sizeof(w->old)) {
 		rc = -ENAMETOOLONG;
 		snprintf(err, errlen, "the log's path %s/%s.out is too long", dir, node);
 		goto fail;
 	}
-	rc = util_mkdir_p(dir, 0755);
+	/* Every directory on the way judged (safepath.h), and the logs'
+	 * own made 0700: the training's output is the user's alone. */
+	rc = safepath_dir_open(dir, SAFEPATH_MKDIR | SAFEPATH_PARENTS | SAFEPATH_OWN, 0700,
+	                       &w->dir, why, sizeof(why));
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot make %s: %s", dir, strerror(-rc));
-		goto fail;
-	}
-	rc = util_dir_is_private(dir);
-	if (rc < 0) {
-		snprintf(err, errlen, "%s is %s", dir, rc == -EPERM ? "another user's" :
-		         rc == -EACCES ? "writable by others" : strerror(-rc));
+		snprintf(err, errlen, "%s refused: %s", dir, why);
 		goto fail;
 	}
 	rc = open_file(w);
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot open %s: %s", w->path, strerror(-rc));
+		snprintf(err, errlen, "cannot open %s: %s", w->path, rc == -EPERM ?
+		         "another user's, or a file with other links" : strerror(-rc));
 		goto fail;
 	}
 	return w;
 fail:
+	safepath_dir_close(&w->dir);
 	free(w);
 	errno = -rc;
 	return NULL;
@@ -90,7 +105,7 @@ wlog_write(struct wlog *w, const void *buf, size_t len)
 		/* one older file is kept; the one before it goes */
 		(void)close(w->fd);
 		w->fd = -1;
-		if (rename(w->path, w->old) < 0)
+		if (renameat(w->dir.fd, w->name, w->dir.fd, w->old) < 0)
 			return -errno;
 		rc = open_file(w);
 		if (rc < 0)
@@ -117,5 +132,6 @@ wlog_close(struct wlog *w)
 		return;
 	if (w->fd >= 0)
 		(void)close(w->fd);  /* a log: what was written stays */
+	safepath_dir_close(&w->dir);
 	free(w);
 }

@@ -5,10 +5,14 @@
  *
  * DIR/NODE.out, bounded: past MAX bytes it is renamed DIR/NODE.out.1
  * (replacing an older one) and a new one begins, so a node never keeps
- * more than twice MAX.  DIR is made when missing, with its parents (0755),
- * and must belong to the agent's user and be writable by nobody else; the
- * files are opened without following links.  Writes are plain write()s to
- * a regular file from the agent's loop.
+ * more than twice MAX.  The logs are the user's alone: every directory on
+ * the way to DIR is judged as lib/safepath.h says (no link, none of
+ * another user's or writable by others but a sticky one), DIR is made
+ * when missing, with its parents, mode 0700, and must belong to the
+ * agent's user and be writable by nobody else (one that exists keeps its
+ * mode: the user's way to share the logs); the files are made 0600 in the
+ * directory held open, without following links.  Writes are plain
+ * write()s to a regular file from the agent's loop.
  */
 #ifndef VIGIL_WLOG_H
 #define VIGIL_WLOG_H

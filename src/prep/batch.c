@@ -16,6 +16,7 @@
 
 #include "conf/opts.h"
 #include "lib/json.h"
+#include "lib/safepath.h"
 #include "lib/util.h"
 #include "prep/batch.h"
 
@@ -228,23 +229,22 @@ batch_index(int opt, int *index, char *err, size_t errlen)
 int
 batch_make_output(const char *dir, char *err, size_t errlen)
 {
-	struct stat st;
-	int rc = util_mkdir_p(dir, 0777);
+	struct safepath_dir d;
+	char why[PATH_MAX + 200];
+	int rc;
 
+	/* The same rules as the run directory's: the training writes here
+	 * as the agent's user, root too, so nothing on the way may be
+	 * another user's to re-point, and the directory is the user's. */
+	rc = safepath_dir_open(dir, SAFEPATH_MKDIR | SAFEPATH_PARENTS | SAFEPATH_OWN, 0755, &d,
+	                       why, sizeof(why));
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot make the output directory %s: %s", dir, strerror(-rc));
+		snprintf(err, errlen, "the output directory %s refused: %s: use a directory of "
+		         "your own, through directories of your own or root's, none a link", dir,
+		         why);
 		return rc;
 	}
-	if (lstat(dir, &st) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot read the output directory %s: %s", dir, strerror(-rc));
-		return rc;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "the output directory %s is %s", dir,
-		         S_ISLNK(st.st_mode) ? "a symbolic link: refused" : "not a directory");
-		return -ENOTDIR;
-	}
+	safepath_dir_close(&d);
 	return 0;
 }
 

@@ -51,9 +51,11 @@ int batch_load(const char *file, int index, const char *output, struct batch_tas
 int batch_index(int opt, int *index, char *err, size_t errlen);
 
 /*
- * The output directory DIR, made (with its parents) when missing; a
- * symbolic link at DIR itself is refused.  0, or a negative errno with
- * the reason in ERR.
+ * The output directory DIR, made (with its parents, mode 0755) when
+ * missing.  Every component is judged as lib/safepath.h says: no link,
+ * none of another user's or writable by others (a sticky one like /tmp on
+ * the way excepted), and DIR itself the user's, writable by no one else.
+ * 0, or a negative errno with the component and the reason in ERR.
  */
 int batch_make_output(const char *dir, char *err, size_t errlen);
 

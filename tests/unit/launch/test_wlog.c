@@ -7,6 +7,7 @@
 #include "../scratch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,12 +107,65 @@ test_refused(void **state)
 	assert_non_null(strstr(err, "cannot open"));
 }
 
+static unsigned
+mode_of(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(lstat(path, &st), 0);
+	return (unsigned)(st.st_mode & 07777);
+}
+
+/*
+ * The logs are the user's alone whatever the umask: the directories made
+ * 0700 (parents too), the files 0600, an older 0644 file made private; a
+ * directory the user made keeps the mode given it; a path through a link
+ * is refused.
+ */
+static void
+test_private(void **state)
+{
+	struct fixture *f = *state;
+	char err[400], deep[300], path[400], link[300];
+	mode_t old = umask(0);
+	struct wlog *w;
+
+	snprintf(deep, sizeof(deep), "%s/a/b", f->logs);
+	w = wlog_open(deep, "n1", 100, err, sizeof(err));
+	umask(old);
+	assert_non_null(w);
+	assert_int_equal(mode_of(f->logs), 0700);
+	assert_int_equal(mode_of(deep), 0700);
+	assert_int_equal(mode_of(wlog_path(w)), 0600);
+	wlog_close(w);
+	snprintf(path, sizeof(path), "%s/n2.out", deep);
+	assert_int_equal(close(open(path, O_WRONLY | O_CREAT, 0644)), 0);
+	assert_int_equal(chmod(path, 0644), 0);
+	w = wlog_open(deep, "n2", 100, err, sizeof(err));
+	assert_non_null(w);
+	assert_int_equal(mode_of(path), 0600);
+	wlog_close(w);
+	assert_int_equal(chmod(deep, 0750), 0);
+	w = wlog_open(deep, "n2", 100, err, sizeof(err));
+	assert_non_null(w);
+	assert_int_equal(mode_of(deep), 0750);
+	wlog_close(w);
+	snprintf(link, sizeof(link), "%s/link", f->dir);
+	assert_int_equal(symlink(f->logs, link), 0);
+	snprintf(path, sizeof(path), "%s/a/b", link);
+	w = wlog_open(path, "n1", 100, err, sizeof(err));
+	assert_null(w);
+	assert_int_equal(errno, ELOOP);
+	assert_non_null(strstr(err, "/link is a symbolic link"));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_write_and_rotate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_private, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

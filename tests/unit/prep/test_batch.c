@@ -164,8 +164,26 @@ test_output_dir(void **state)
 	assert_int_equal(batch_make_output(out, err, sizeof(err)), 0);  /* there already */
 	snprintf(link, sizeof(link), "%s/a/b/sweep-2", f->dir);
 	assert_int_equal(symlink(out, link), 0);
-	assert_int_equal(batch_make_output(link, err, sizeof(err)), -ENOTDIR);
-	assert_non_null(strstr(err, "a symbolic link: refused"));
+	assert_int_equal(batch_make_output(link, err, sizeof(err)), -ELOOP);
+	assert_non_null(strstr(err, "/sweep-2 is a symbolic link"));
+	/* a link on the way, and a directory others may write to */
+	snprintf(link, sizeof(link), "%s/l", f->dir);
+	assert_int_equal(symlink("a", link), 0);
+	snprintf(out, sizeof(out), "%s/l/b/sweep-3", f->dir);
+	assert_int_equal(batch_make_output(out, err, sizeof(err)), -ELOOP);
+	assert_non_null(strstr(err, "/l is a symbolic link"));
+	snprintf(out, sizeof(out), "%s/a", f->dir);
+	assert_int_equal(chmod(out, 0777), 0);
+	snprintf(out, sizeof(out), "%s/a/b/sweep-3", f->dir);
+	assert_int_equal(batch_make_output(out, err, sizeof(err)), -EACCES);
+	assert_non_null(strstr(err, "/a is writable by others (mode 0777, no sticky bit)"));
+	assert_int_equal(stat(out, &st), -1);  /* nothing made */
+	snprintf(out, sizeof(out), "%s/a", f->dir);
+	assert_int_equal(chmod(out, 0755), 0);
+	snprintf(out, sizeof(out), "%s/a/b/sweep-1", f->dir);
+	assert_int_equal(chmod(out, 0777), 0);
+	assert_int_equal(batch_make_output(out, err, sizeof(err)), -EACCES);
+	assert_non_null(strstr(err, "/sweep-1 is writable by others (mode 0777)"));
 }
 
 int
