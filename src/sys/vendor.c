@@ -19,6 +19,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/safepath.h"
 #include "sys/vendor.h"
 #include "sys/vendor_abi.h"
 
@@ -176,39 +178,63 @@ refuse(char *err, size_t errlen, int rc, const char *path, const char *why)
 	return rc;
 }
 
-/* Owned by root or by us, and writable by nobody else. */
-static bool
-trusted(const struct stat *st)
+/*
+ * PATH opened for loading: every directory on the way judged and links
+ * followed only when root's or the caller's (lib/safepath.h), the file
+ * itself root's or the caller's, writable by nobody else, and regular.
+ * The descriptor, or a negative errno with the reason in ERR.
+ */
+static int
+library_open(const char *path, char *err, size_t errlen)
 {
-	return (st->st_uid == 0 || st->st_uid == geteuid()) && !(st->st_mode & (S_IWGRP | S_IWOTH));
+	char why[PATH_MAX + 200];
+	struct stat st;
+	int fd;
+
+	if (!path || path[0] != '/')
+		return refuse(err, errlen, -EINVAL, path ? path : "", "not an absolute path");
+	/* O_NONBLOCK: a FIFO planted by the path's owner must not hang us */
+	fd = safepath_file_open(path, SAFEPATH_FOLLOW, O_RDONLY | O_NONBLOCK, &st, why,
+	                        sizeof(why));
+	if (fd == -ENOENT)
+		return refuse(err, errlen, -ENOENT, path, "no such file");
+	if (fd == -EISDIR || (fd >= 0 && !S_ISREG(st.st_mode))) {
+		if (fd >= 0)
+			(void)close(fd);
+		return refuse(err, errlen, -EPERM, path, "not a regular file");
+	}
+	if (fd < 0) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s: refused: %s", path, why);
+		return -EPERM;
+	}
+	return fd;
 }
 
 int
 vendor_library_check(const char *path, char *err, size_t errlen)
 {
-	char real[PATH_MAX], *slash;
-	struct stat st;
+	int fd = library_open(path, err, errlen);
 
-	if (!path || path[0] != '/')
-		return refuse(err, errlen, -EINVAL, path ? path : "", "not an absolute path");
-	/* Judge what will be loaded: the file a symbolic link leads to, and
-	 * the directory holding it, which decides who may replace it. */
-	if (!realpath(path, real) || stat(real, &st) < 0)
-		return refuse(err, errlen, -ENOENT, path, "no such file");
-	if (!S_ISREG(st.st_mode))
-		return refuse(err, errlen, -EPERM, path, "not a regular file");
-	if (!trusted(&st))
-		return refuse(err, errlen, -EPERM, path,
-		              "refused: owned by another user or writable by others");
-	slash = strrchr(real, '/');
-	if (slash == real)
-		slash[1] = '\0';
-	else
-		*slash = '\0';
-	if (stat(real, &st) < 0 || (!trusted(&st) && !(st.st_mode & S_ISVTX)))
-		return refuse(err, errlen, -EPERM, path,
-		              "refused: its directory is writable by others");
+	if (fd < 0)
+		return fd;
+	(void)close(fd);  /* read-only */
 	return 0;
+}
+
+/*
+ * dlopen() of the file open at FD, the very one library_open() judged:
+ * by its /proc/self/fd name, so no path is looked up again between the
+ * check and the load (a link flipped in between would load another).
+ */
+static void *
+load_fd(int fd)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	/* RTLD_LOCAL: the library's symbols must not resolve anything of ours. */
+	return dlopen(proc, RTLD_NOW | RTLD_LOCAL);
 }
 
 static void
@@ -1105,25 +1131,29 @@ vendor_open(enum vendor_kind kind, const char *path, struct vendor_lib **out,
 	struct vendor_lib *l;
 	const char *e;
 	bool complete;
-	int rc;
+	int rc, fd = -1;
 
 	*out = NULL;
 	if ((unsigned)kind >= VENDOR_NKINDS)
 		return -EINVAL;
 	facts_reset(f, kind, path ? path : default_libraries[kind]);
 	if (path) {
-		rc = vendor_library_check(path, f->error, sizeof(f->error));
-		if (rc < 0)
-			return rc == -ENOENT ? -ENOENT : -EPERM;
+		fd = library_open(path, f->error, sizeof(f->error));
+		if (fd < 0)
+			return fd == -ENOENT ? -ENOENT : -EPERM;
 	}
 	l = calloc(1, sizeof(*l));
 	if (!l) {
+		if (fd >= 0)
+			(void)close(fd);
 		snprintf(f->error, sizeof(f->error), "out of memory");
 		return -ENOMEM;
 	}
 	l->kind = kind;
-	/* RTLD_LOCAL: the library's symbols must not resolve anything of ours. */
-	l->dl = dlopen(f->library, RTLD_NOW | RTLD_LOCAL);
+	/* A default name is looked up as the dynamic linker always does. */
+	l->dl = fd >= 0 ? load_fd(fd) : dlopen(f->library, RTLD_NOW | RTLD_LOCAL);
+	if (fd >= 0)
+		(void)close(fd);  /* mapped (or not) by now: the descriptor is done */
 	if (!l->dl) {
 		e = dlerror();
 		snprintf(f->error, sizeof(f->error), "%s", e ? e : "cannot be loaded");

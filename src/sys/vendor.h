@@ -16,9 +16,13 @@
  *
  * A library named by path (check.boards.*_library in vigil.conf(5)) is
  * loaded only when it is a regular file owned by root or by the user vigil
- * runs as and writable by nobody else; the default names are looked up
- * the way the dynamic linker always does (ld.so.cache, the system
- * directories).  Nothing here logs.
+ * runs as and writable by nobody else, reached through directories and
+ * links of root's or that user's only, none writable by others but a
+ * sticky one (lib/safepath.h); it is opened once, judged through that
+ * descriptor, and loaded from it (/proc/self/fd/N), so the file judged is
+ * the file loaded.  The default names are looked up the way the dynamic
+ * linker always does (ld.so.cache, the system directories).  Nothing
+ * here logs.
  */
 #ifndef VIGIL_VENDOR_H
 #define VIGIL_VENDOR_H
@@ -119,8 +123,9 @@ const char *vendor_link_counter_name(unsigned i);
 /*
  * Whether PATH may be loaded (see the top of this file).  Returns 0, or
  * -EINVAL (not absolute), -ENOENT, -EPERM (not a regular file, owned by
- * someone else, or writable by group or others) with a one-line reason in
- * ERR.
+ * someone else, or writable by group or others, or reached through a link
+ * or directory of another user's or one others may write to) with a
+ * one-line reason in ERR naming what was refused.
  */
 int vendor_library_check(const char *path, char *err, size_t errlen);
 

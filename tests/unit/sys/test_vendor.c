@@ -629,10 +629,50 @@ test_library_check(void **state)
 	assert_int_equal(chmod(path, 0755), 0);
 	assert_int_equal(chmod(x->dir, 0777), 0);
 	assert_int_equal(vendor_library_check(path, err, sizeof(err)), -EPERM);
-	assert_non_null(strstr(err, "its directory"));
+	assert_non_null(strstr(err, "is writable by others (mode 0777, no sticky bit)"));
 	assert_int_equal(chmod(x->dir, 01777), 0);
 	assert_int_equal(vendor_library_check(path, err, sizeof(err)), 0);
 	assert_int_equal(chmod(x->dir, 0700), 0);
+}
+
+/*
+ * Links, as the driver packages install them (libnvidia-ml.so.1 ->
+ * libnvidia-ml.so.535...): followed when they are root's or the user's,
+ * in directories no one else may change; another user's link is refused
+ * wherever it is on the path, and so is a directory of another user's.
+ */
+static void
+test_library_links(void **state)
+{
+	struct fix *x = *state;
+	char real[256], link[256], sub[256], via[300], err[400];
+
+	snprintf(real, sizeof(real), "%s/copy.so", x->dir);
+	snprintf(link, sizeof(link), "%s/link.so", x->dir);
+	snprintf(sub, sizeof(sub), "%s/sub", x->dir);
+	copy_file(NVML_FAKE, real, 0755);
+	assert_int_equal(symlink("copy.so", link), 0);
+	assert_int_equal(vendor_library_check(link, err, sizeof(err)), 0);
+	script(x, "");
+	assert_int_equal(vendor_open(VENDOR_NVML, link, &x->lib, x->f), 0);
+	assert_string_equal(x->f->library, link);
+	vendor_close(x->lib);
+	x->lib = NULL;
+	assert_int_equal(symlink(".", sub), 0);
+	snprintf(via, sizeof(via), "%s/link.so", sub);
+	assert_int_equal(vendor_library_check(via, err, sizeof(err)), 0);
+	if (geteuid() == 0) {
+		assert_int_equal(lchown(sub, 65534, 65534), 0);
+		assert_int_equal(vendor_library_check(via, err, sizeof(err)), -EPERM);
+		assert_non_null(strstr(err, "/sub is a symbolic link of another user (uid 65534)"));
+		assert_int_equal(lchown(link, 65534, 65534), 0);
+		assert_int_equal(vendor_library_check(link, err, sizeof(err)), -EPERM);
+		assert_non_null(strstr(err, "/link.so is a symbolic link of another user"));
+		assert_int_equal(vendor_open(VENDOR_NVML, link, &x->lib, x->f), -EPERM);
+		assert_null(x->lib);
+	}
+	assert_int_equal(unlink(sub), 0);
+	assert_int_equal(unlink(link), 0);
 }
 
 /* The slot check's query: the default library name, absent on this node
@@ -688,6 +728,7 @@ main(void)
 		T(test_absent),
 		T(test_wrong_library),
 		T(test_library_check),
+		T(test_library_links),
 		T(test_default_query),
 		T(test_names),
 	};
