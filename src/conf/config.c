@@ -31,6 +31,7 @@
 
 #include "conf/config.h"
 #include "conf/opts.h"
+#include "lib/json.h"
 
 /* A configuration is a few hundred bytes; anything this large is a mistake
  * (a core file, a log) and is refused before it is parsed. */
@@ -1095,6 +1096,14 @@ config_load_buffer(struct config *cfg, const char *buf, size_t len,
 	 * not a global shared by every caller.  With require_null_terminated,
 	 * cJSON wants the terminating NUL inside the length it is given. */
 	root = cJSON_ParseWithLengthOpts(copy, len + 1, &stop, 1);
+	if (!root && (off = json_too_deep(copy, len)) < len) {
+		size_t line, col;
+
+		position(copy, off, &line, &col);
+		rc = fail(&p, -EINVAL, "line %zu, column %zu: nested too deeply (more than %d "
+		          "levels of arrays and objects)", line, col, JSON_NESTING_LIMIT);
+		goto out;
+	}
 	if (!root) {
 		rc = syntax_error(&p, copy, len, stop);
 		goto out;

@@ -113,6 +113,14 @@ check_owner(struct events *ev, char *why, size_t whylen)
 		         "files of its own user or root", (unsigned long)st.st_uid);
 		return -EPERM;
 	}
+	/* Another name for the same file, made by someone who could not
+	 * write it (a hard link to root's file in a shared directory), would
+	 * have the agent append to a file it was never named. */
+	if (st.st_nlink > 1) {
+		snprintf(why, whylen, "a file with %lu hard links (names): vigil appends only to "
+		         "a file that has no other name", (unsigned long)st.st_nlink);
+		return -EPERM;
+	}
 	/* A log that a full disk left with half a line (this agent's or an
 	 * older one's): the first event goes on a line of its own. */
 	last = last_byte(ev->fd, st.st_size);

@@ -123,3 +123,29 @@ json_print(const cJSON *o, bool pretty)
 	free(text);
 	return fixed;
 }
+
+size_t
+json_too_deep(const char *buf, size_t len)
+{
+	size_t depth = 0;
+	bool in_string = false;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = buf[i];
+
+		if (in_string) {
+			if (c == '\\')
+				i++;  /* the escaped character, which may be a quote */
+			else if (c == '"')
+				in_string = false;
+		} else if (c == '"') {
+			in_string = true;
+		} else if (c == '[' || c == '{') {
+			if (++depth > JSON_NESTING_LIMIT)
+				return i;
+		} else if ((c == ']' || c == '}') && depth > 0) {
+			depth--;
+		}
+	}
+	return len;
+}

@@ -11,8 +11,21 @@
 #define VIGIL_JSON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <cJSON.h>
+
+/* The deepest nesting of arrays and objects cJSON parses (1000 unless
+ * the library was built otherwise); deeper, it refuses the document. */
+#define JSON_NESTING_LIMIT CJSON_NESTING_LIMIT
+
+/*
+ * Where the JSON text BUF (LEN bytes) opens an array or object more than
+ * JSON_NESTING_LIMIT levels deep (brackets inside strings do not count):
+ * its offset, or LEN when it nests no deeper.  For saying why cJSON
+ * refused a document ("nested too deeply") rather than "malformed".
+ */
+size_t json_too_deep(const char *buf, size_t len);
 
 /*
  * Strict forms: 0 with the value in *OUT; -ENOENT when O is not an object

@@ -186,12 +186,18 @@ batch_load(const char *file, int index, const char *output, struct batch_task *t
 		return rc;
 	}
 	doc = cJSON_Parse(text);
-	free(text);
 	if (!cJSON_IsObject(doc)) {
-		snprintf(err, errlen, "%s: not a JSON object (see --batch in vigil(1))", file);
+		if (!doc && json_too_deep(text, strlen(text)) < strlen(text))
+			snprintf(err, errlen, "%s: nested too deeply (more than %d levels of arrays "
+			         "and objects)", file, JSON_NESTING_LIMIT);
+		else
+			snprintf(err, errlen, "%s: not a JSON object (see --batch in vigil(1))",
+			         file);
+		free(text);
 		cJSON_Delete(doc);
 		return -EINVAL;
 	}
+	free(text);
 	rc = take_task(doc, file, t, err, errlen);
 	if (rc == 0)
 		rc = take_names(doc, file, output, t, err, errlen);

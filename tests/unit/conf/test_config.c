@@ -571,6 +571,40 @@ test_not_regular(void **state)
 	                    "configuration as a file");
 }
 
+/* A document nested past cJSON's limit is said to be that, with the
+ * limit, not "malformed"; one at the limit is read (then judged). */
+static void
+test_nested_too_deeply(void **state)
+{
+	struct fixture *f = *state;
+	size_t deep = 100000, n = 0;
+	char *text = malloc(2 * deep + 32);
+
+	assert_non_null(text);
+	n += (size_t)sprintf(text, "{\"check\": ");
+	for (size_t i = 0; i < deep; i++)
+		text[n++] = '[';
+	for (size_t i = 0; i < deep; i++)
+		text[n++] = ']';
+	text[n++] = '}';
+	text[n] = '\0';
+	assert_int_equal(load(f, text), -EINVAL);
+	assert_string_equal(f->err, "cfg.json: line 1, column 1010: nested too deeply (more "
+	                    "than 1000 levels of arrays and objects)");
+	/* 999 arrays inside the object: 1000 levels, cJSON's limit */
+	n = (size_t)sprintf(text, "{\"check\": ");
+	for (size_t i = 0; i < 999; i++)
+		text[n++] = '[';
+	for (size_t i = 0; i < 999; i++)
+		text[n++] = ']';
+	text[n++] = '}';
+	text[n] = '\0';
+	assert_int_equal(load(f, text), -EINVAL);
+	assert_null(strstr(f->err, "nested too deeply"));
+	assert_non_null(strstr(f->err, "check"));
+	free(text);
+}
+
 static void
 test_list_add(void **state)
 {
@@ -648,6 +682,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_run_section, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hooks_section, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_regular, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nested_too_deeply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_add, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seed_corpus, setup, teardown),
 	};

@@ -352,6 +352,28 @@ test_planted_by_another_user(void **state)
 	assert_int_equal(events_close(ev), 0);
 }
 
+/* A file with another name (a hard link someone made to a file they may
+ * not write) is not appended to, under either name. */
+static void
+test_hard_link(void **state)
+{
+	struct fixture *f = *state;
+	struct events *ev = (struct events *)0x1;
+	char why[160], victim[160];
+
+	snprintf(victim, sizeof(victim), "%s/victim", f->dir);
+	assert_int_equal(util_write_atomic_str(victim, "precious\n", 0644), 0);
+	assert_int_equal(link(victim, f->path), 0);
+	assert_int_equal(events_open_why(f->path, &ev, why, sizeof(why)), -EPERM);
+	assert_null(ev);
+	assert_non_null(strstr(why, "a file with 2 hard links"));
+	assert_int_equal(events_open_why(victim, &ev, why, sizeof(why)), -EPERM);
+	assert_int_equal(size_of(victim), 9);
+	assert_int_equal(unlink(victim), 0);
+	assert_int_equal(events_open_why(f->path, &ev, why, sizeof(why)), 0);
+	assert_int_equal(events_close(ev), 0);
+}
+
 int
 main(void)
 {
@@ -366,6 +388,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_fresh_line_after_torn_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_valid_utf8, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_planted_by_another_user, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hard_link, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

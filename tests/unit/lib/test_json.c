@@ -80,6 +80,45 @@ test_print_is_valid_utf8(void **state)
 	cJSON_Delete(o);
 }
 
+/* Depth past cJSON's limit found where it begins; brackets in strings
+ * (escaped quotes too) do not count. */
+static void
+test_too_deep(void **state)
+{
+	char buf[2 * JSON_NESTING_LIMIT + 64];
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(json_too_deep("[[{}]]", 6), 6);
+	assert_int_equal(json_too_deep("\"[[[\"", 5), 5);
+	for (int i = 0; i < JSON_NESTING_LIMIT; i++)
+		buf[n++] = '[';
+	assert_int_equal(json_too_deep(buf, n), n);  /* at the limit */
+	memcpy(buf + n, "\"\\\"[\"", 5);            /* "\"[" */
+	assert_int_equal(json_too_deep(buf, n + 5), n + 5);
+	buf[n + 5] = '{';
+	assert_int_equal(json_too_deep(buf, n + 6), n + 5);
+	/* what cJSON says of the same texts */
+	memcpy(buf + n, "]", 1);
+	assert_null(cJSON_ParseWithLength(buf, n + 1));  /* unbalanced, not deep */
+	n = 0;
+	for (int i = 0; i < JSON_NESTING_LIMIT; i++)
+		buf[n++] = '[';
+	for (int i = 0; i < JSON_NESTING_LIMIT; i++)
+		buf[n++] = ']';
+	{
+		cJSON *ok = cJSON_ParseWithLength(buf, n);
+
+		assert_non_null(ok);
+		cJSON_Delete(ok);
+	}
+	memmove(buf + 1, buf, n);
+	buf[0] = '[';
+	buf[n + 1] = ']';
+	assert_null(cJSON_ParseWithLength(buf, n + 2));
+	assert_int_equal(json_too_deep(buf, n + 2), JSON_NESTING_LIMIT);
+}
+
 int
 main(void)
 {
@@ -87,6 +126,7 @@ main(void)
 		cmocka_unit_test(test_strict_getters),
 		cmocka_unit_test(test_lenient_getters),
 		cmocka_unit_test(test_print_is_valid_utf8),
+		cmocka_unit_test(test_too_deep),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -126,6 +126,17 @@ test_refusals(void **state)
 	assert_non_null(strstr(err, "cannot read the batch file /nonexistent/b.json"));
 	assert_int_equal(batch_load(f->dir, 0, NULL, &t, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "not a regular file"));
+	/* nested past cJSON's limit: said so, with the limit */
+	{
+		char deep[2 * 100000 + 1];
+
+		memset(deep, '[', 100000);
+		memset(deep + 100000, ']', 100000);
+		deep[200000] = '\0';
+		put(f, deep);
+	}
+	assert_int_equal(batch_load(f->file, 0, NULL, &t, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "nested too deeply (more than 1000 levels"));
 }
 
 static void
