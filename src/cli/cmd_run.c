@@ -28,6 +28,7 @@
 #include "prep/hooks.h"
 #include "prep/prep.h"
 #include "prep/stage.h"
+#include "proc/notify.h"
 
 static const char run_usage[] =
 "usage: mpirun --map-by ppr:1:node vigil run [OPTIONS] -- COMMAND [ARGS...]\n"
@@ -456,6 +457,15 @@ platform_env(struct run_cli *c)
 
 	if (prep_setenv(c->o, err, sizeof(err)) < 0)
 		return cmd_usage_error("run", "%s", err);
+	if (c->o->notify && notify_check(c->o->notify, err, sizeof(err)) < 0) {
+		const struct opts_run *n = opts_run_find("notify");
+
+		if (c->src[n - opts_run_table] != OPTS_SRC_FILE)
+			return cmd_usage_error("run", "--notify refused: %s", err);
+		fprintf(stderr, "vigil: configuration error: %s: run.notify refused: %s\n",
+		        c->cfg->origin ? c->cfg->origin : "the configuration", err);
+		return VIGIL_EXIT_CONFIG;
+	}
 	if (c->o->output_dir && !c->o->dry_run &&
 	    batch_make_output(c->o->output_dir, err, sizeof(err)) < 0) {
 		fprintf(stderr, "vigil run: %s\n", err);

@@ -32,6 +32,8 @@
 #include "conf/config.h"
 #include "conf/opts.h"
 #include "lib/json.h"
+#include "lib/safepath.h"
+#include "proc/trust.h"
 
 /* A configuration is a few hundred bytes; anything this large is a mistake
  * (a core file, a log) and is refused before it is parsed. */
@@ -562,8 +564,14 @@ parse_hook_command(struct parse *p, const struct key *k, const cJSON *v, void *b
 {
 	char **field = FIELD(base, k, char *);
 
+	char what[PATH_MAX + 200];
+	int rc;
+
 	if (!cJSON_IsString(v) || !v->valuestring[0])
 		return type_error(p, "a command (a non-empty string, run with /bin/sh -c)", v);
+	rc = trust_command(v->valuestring, what, sizeof(what));
+	if (rc < 0)
+		return fail(p, rc, "refused: %s; %s", what, TRUST_FIX);
 	free(*field);
 	*field = strdup(v->valuestring);
 	return *field ? 0 : fail(p, -ENOMEM, "out of memory");
@@ -1134,6 +1142,34 @@ out:
 	return rc;
 }
 
+/*
+ * FILE opened for reading, or a negative errno after the message.  As
+ * root, the configuration decides what root runs (hooks, notifiers,
+ * libraries), so it is read only when root alone may change it and every
+ * directory above it (lib/safepath.h), as contrib/slurm/vigil-healthcheck
+ * asks of its settings.  Without O_NONBLOCK, opening a FIFO waits for a
+ * writer that may never come; with it, the open returns and the type is
+ * checked.
+ */
+static int
+open_config(struct parse *p, const char *file)
+{
+	char why[PATH_MAX + 200];
+	int fd;
+
+	if (geteuid() != 0) {
+		fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		return fd >= 0 ? fd : fail(p, -errno, "cannot read: %s", strerror(errno));
+	}
+	fd = safepath_file_open(file, SAFEPATH_FOLLOW, O_RDONLY | O_NONBLOCK | O_NOCTTY, NULL, why,
+	                        sizeof(why));
+	if (fd == -EPERM || fd == -EACCES || fd == -ELOOP)
+		return fail(p, fd, "refused: %s; as root, vigil reads a configuration only when "
+		            "root alone may change it and the directories above it (chown root, "
+		            "chmod go-w)", why);
+	return fd >= 0 ? fd : fail(p, fd, "cannot read: %s", strerror(-fd));
+}
+
 int
 config_load_file(struct config *cfg, const char *file, char *err, size_t errlen)
 {
@@ -1145,13 +1181,9 @@ config_load_file(struct config *cfg, const char *file, char *err, size_t errlen)
 
 	if (err && errlen)
 		err[0] = '\0';
-	/* Without O_NONBLOCK, opening a FIFO waits for a writer that may
-	 * never come; with it, the open returns and the type is checked. */
-	fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0) {
-		rc = -errno;
-		return fail(&p, rc, "cannot read: %s", strerror(-rc));
-	}
+	fd = open_config(&p, file);
+	if (fd < 0)
+		return fd;
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
 		fail(&p, rc, "cannot read: %s", strerror(-rc));

@@ -5,6 +5,7 @@
 #include "autoconf.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "lib/util.h"
 #include "prep/hooks.h"
 #include "proc/runner.h"
+#include "proc/trust.h"
 
 extern char **environ;
 
@@ -90,6 +92,8 @@ int
 hooks_parse_spec(const char *text, struct config_hook *h, char *why, size_t whylen)
 {
 	const char *eq = strchr(text, '='), *p, *colon;
+	char what[PATH_MAX + 200];
+	int rc;
 
 	memset(h, 0, sizeof(*h));
 	if (!eq || !eq[1]) {
@@ -108,6 +112,11 @@ hooks_parse_spec(const char *text, struct config_hook *h, char *why, size_t whyl
 		colon = memchr(p + 1, ':', (size_t)(eq - p - 1));
 		if (take_attr(p + 1, (size_t)((colon ? colon : eq) - p - 1), h, why, whylen) < 0)
 			return -EINVAL;
+	}
+	rc = trust_command(eq + 1, what, sizeof(what));
+	if (rc < 0) {
+		snprintf(why, whylen, "%s; %s", what, TRUST_FIX);
+		return rc;
 	}
 	h->command = strdup(eq + 1);
 	if (!h->command) {

@@ -33,7 +33,8 @@ struct hooks;
  * "PHASE[:ATTR]...=COMMAND" (--hook): ATTR is "all" or "coordinator",
  * "fail" or "warn", or a timeout such as 90s or 5m.  Fills H (its command
  * is a copy, freed with hooks_spec_free()).  0, or -EINVAL with the
- * reason in WHY.
+ * reason in WHY; as root also -EPERM, -EACCES or -ELOOP when COMMAND runs
+ * a file another user could change (proc/trust.h), WHY naming it.
  */
 int hooks_parse_spec(const char *text, struct config_hook *h, char *why, size_t whylen);
 void hooks_spec_free(struct config_hook *h);

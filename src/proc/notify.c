@@ -5,11 +5,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "proc/notify.h"
 #include "proc/spawn.h"
+#include "proc/trust.h"
 
 /* Between fork() and exec(): async-signal-safe calls only (the agent may
  * have threads, the MPI library's). */
@@ -26,6 +29,17 @@ exec_notifier(const char *cmd, int in, int null)
 	spawn_child_ready(NULL);
 	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 	_exit(127);
+}
+
+int
+notify_check(const char *cmd, char *why, size_t whylen)
+{
+	char what[PATH_MAX + 200];
+	int rc = trust_command(cmd, what, sizeof(what));
+
+	if (rc < 0)
+		snprintf(why, whylen, "%s; %s", what, TRUST_FIX);
+	return rc;
 }
 
 int

@@ -23,6 +23,7 @@
 #ifndef VIGIL_NOTIFY_H
 #define VIGIL_NOTIFY_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 /*
@@ -46,5 +47,13 @@
  * the thread that owns the children (fork).
  */
 int notify_spawn(const char *cmd, const char *json, pid_t *pid);
+
+/*
+ * Whether CMD may be the notifier: as root, it must not run a program or
+ * script that another user could change (proc/trust.h says what is
+ * judged).  0, or -EPERM, -EACCES or -ELOOP with WHY naming the file, the
+ * reason and the fix.  Checked once before the job starts, on every node.
+ */
+int notify_check(const char *cmd, char *why, size_t whylen);
 
 #endif

@@ -571,6 +571,47 @@ test_not_regular(void **state)
 	                    "configuration as a file");
 }
 
+/* As root, a configuration another user could change is refused, with
+ * the path and why: the file theirs, writable by others, or in a
+ * directory of theirs. */
+static void
+test_not_roots(void **state)
+{
+	struct fixture *f = *state;
+	char dir[PATH_MAX + 16], path[PATH_MAX + 32];
+	FILE *fp;
+
+	if (geteuid() != 0)
+		skip();
+	snprintf(path, sizeof(path), "%s/cfg.json", f->dir);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs("{}", fp);
+	assert_int_equal(fclose(fp), 0);
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(config_load_file(&f->cfg, path, f->err, sizeof(f->err)), 0);
+	assert_int_equal(chmod(path, 0666), 0);
+	assert_int_equal(config_load_file(&f->cfg, path, f->err, sizeof(f->err)), -EACCES);
+	assert_non_null(strstr(f->err, "/cfg.json is writable by others (mode 0666)"));
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	assert_int_equal(config_load_file(&f->cfg, path, f->err, sizeof(f->err)), -EPERM);
+	assert_non_null(strstr(f->err, "/cfg.json belongs to another user (uid 65534)"));
+	assert_int_equal(unlink(path), 0);
+	snprintf(dir, sizeof(dir), "%s/theirs", f->dir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/cfg.json", dir);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs("{}", fp);
+	assert_int_equal(fclose(fp), 0);
+	assert_int_equal(chown(dir, 65534, 65534), 0);
+	assert_int_equal(config_load_file(&f->cfg, path, f->err, sizeof(f->err)), -EPERM);
+	assert_non_null(strstr(f->err, "/theirs is a directory of another user (uid 65534)"));
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 /* A document nested past cJSON's limit is said to be that, with the
  * limit, not "malformed"; one at the limit is read (then judged). */
 static void
@@ -682,6 +723,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_run_section, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hooks_section, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_regular, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_not_roots, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nested_too_deeply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_add, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seed_corpus, setup, teardown),
