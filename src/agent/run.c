@@ -353,23 +353,20 @@ job_send(void *arg, int rank, enum msg_kind kind, const char *text)
 	return send_to(arg, rank, kind, text);
 }
 
-/* Nudges arrived: the loop looks at MPI now, and often for a while, since
- * a datagram may overtake the message it announces (a connection MPI opens
- * on first use, a sender that progresses its queue a little later). */
+/* A nudge from another agent: the loop looks at MPI now, and often for a
+ * while, since a datagram may overtake the message it announces (a
+ * connection MPI opens on first use, a sender that progresses its queue a
+ * little later).  The socket is not read meanwhile (nudge.h). */
 static void
-on_nudge(struct loop *l, int fd, short revents, void *arg)
+on_nudge(void *arg)
 {
 	struct job *j = arg;
 
-	(void)l;
-	(void)fd;
-	(void)revents;
-	if (nudge_drain(j->nudge) > 0)
-		j->nudged_until = job_now(j) + NUDGE_WINDOW_S;
+	j->nudged_until = job_now(j) + NUDGE_WINDOW_S;
 }
 
-/* This agent's nudge socket (nudge.h); without one, MPI is looked at on
- * the loop's schedule alone. */
+/* This agent's nudge socket (nudge.h), on the address its MPI uses;
+ * without one, MPI is looked at on the loop's schedule alone. */
 static void
 open_nudge(struct job *j)
 {
@@ -377,14 +374,14 @@ open_nudge(struct job *j)
 
 	if (j->size < 2 || !peer_is_mpi(j->p) || j->o->no_nudge)
 		return;
-	rc = nudge_open(j->size, &j->nudge);
-	if (rc == 0 && (rc = loop_add_fd(j->loop, nudge_fd(j->nudge), POLLIN, on_nudge, j)) == 0)
+	rc = nudge_open(j->size, j->name, &j->nudge);
+	if (rc == 0)
+		rc = nudge_watch(j->nudge, j->loop, (long)(NUDGE_WINDOW_S * 1000), on_nudge, j);
+	if (rc == 0)
 		rc = nudge_self(j->nudge, j->name, j->nudge_at, sizeof(j->nudge_at));
 	if (rc < 0) {
 		LOG_INFO("no nudges between agents (%s): MPI is looked at every %d ms",
 		         strerror(-rc), IDLE_POLL_MS);
-		if (j->nudge)
-			(void)loop_del_fd(j->loop, nudge_fd(j->nudge));
 		nudge_free(j->nudge);
 		j->nudge = NULL;
 	}
@@ -491,6 +488,7 @@ job_route_all(struct job *j)
 	while (j->phase != PH_EXIT && j->phase != PH_GATHER && j->phase != PH_DRYRUN &&
 	       (rc = peer_poll(j->p, &src, &tag, &text)) == 1) {
 		j->nudged_until = 0;  /* what a nudge announced has come */
+		nudge_resume(j->nudge);
 		job_route(j, src, tag, text);
 		free(text);
 	}
