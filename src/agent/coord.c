@@ -324,6 +324,7 @@ coord_new(const struct coord_opts *o, const struct coord_ops *ops, double now)
 	c->phase = COORD_PLANNING;
 	c->first_fail = -1;
 	c->next_scan = c->last_scan = c->next_beat = c->lost_deadline = c->limit_end = -1;
+	c->heard_any = c->judge_from = -1;
 	c->nodes = calloc((size_t)c->n, sizeof(*c->nodes));
 	c->attempts = cJSON_CreateArray();
 	if (!c->nodes || !c->attempts) {
@@ -630,7 +631,7 @@ coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan 
 	plan->go = true;
 	plan->master_addr = c->master_addr;
 	plan->master_port = port;
-	c->last_scan = now;
+	c->last_scan = c->heard_any = now;
 	c->next_scan = now + c->o.heartbeat_s / 2;
 	c->next_beat = now + c->o.heartbeat_s;
 	step(c, COORD_EV_GO, now);
@@ -665,7 +666,7 @@ coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members, in
 	}
 	/* it cannot be asked to finalize, or to take part in anything else */
 	c->never_arrived = true;
-	c->last_scan = now;
+	c->last_scan = c->heard_any = now;
 	c->next_scan = now + c->o.heartbeat_s / 2;
 	c->next_beat = now + c->o.heartbeat_s;
 	coord_say(c, "vigil: %s (rank %d) takes over as the coordinator: %s", coord_host(c, c->o.self),
@@ -687,11 +688,44 @@ coord_set_time_limit(struct coord *c, double end)
 
 /* ---- what the nodes say --------------------------------------------------------- */
 
+/*
+ * A word from another rank after the coordinator heard nobody for longer
+ * than the deaf limit (stall.h): its own network failed for that long, or
+ * every other node did at once.  Silence counts again only from NOW plus
+ * the gap, so that what the outage held back, which TCP retransmits with
+ * a growing backoff, comes before anyone is judged.  Not after a stall of
+ * the coordinator itself: the scan gives everyone a fresh timeout then.
+ */
+static void
+deaf_over(struct coord *c, double now)
+{
+	double until = stall_deaf_until(c->heard_any, now, c->o.heartbeat_s);
+	bool late = stall_late(c->last_scan, now, c->o.heartbeat_s, c->o.heartbeat_timeout_s);
+	cJSON *d;
+	char msg[256];
+
+	if (until < 0 || late || !phases[c->phase].attempt || until <= c->judge_from)
+		return;
+	c->judge_from = until;
+	snprintf(msg, sizeof(msg), "the coordinator heard no node for %.1f s (its own network?): "
+	         "nobody is judged on that silence", now - c->heard_any);
+	coord_say(c, "vigil: %s", msg);
+	d = cJSON_CreateObject();
+	cJSON_AddNumberToObject(d, "deaf_s", now - c->heard_any);
+	coord_emit(c, c->o.self, VIGIL_EVENT_STALL, VIGIL_SEVERITY_WARNING, msg, d);
+}
+
 void
 coord_heard(struct coord *c, int rank, double now)
 {
-	if (rank >= 0 && rank < c->n && !c->nodes[rank].lost)
-		c->nodes[rank].last_seen = now;
+	if (rank < 0 || rank >= c->n || c->nodes[rank].lost)
+		return;
+	c->nodes[rank].last_seen = now;
+	if (rank == c->o.self)
+		return;
+	deaf_over(c, now);
+	if (now > c->heard_any)
+		c->heard_any = now;
 }
 
 /* Keep what the result says; the tail only for a failure, and only so many. */
@@ -871,6 +905,16 @@ coord_alert(struct coord *c, int rank, const char *message, double now)
 
 /* ---- time ------------------------------------------------------------------------ */
 
+/* N is silent past the timeout, counted from its last word or from the
+ * end of the coordinator's own deafness, whichever is later. */
+static bool
+overdue(const struct coord *c, const struct cnode *n, double now)
+{
+	double since = n->last_seen > c->judge_from ? n->last_seen : c->judge_from;
+
+	return now - since >= c->o.heartbeat_timeout_s;
+}
+
 /* RANK is silent past the timeout. */
 static void
 declare_lost(struct coord *c, int rank, double now)
@@ -901,29 +945,38 @@ declare_lost(struct coord *c, int rank, double now)
 }
 
 /*
- * Every other node fell silent at once: the network that failed is more
- * likely this node's than everyone else's (the nodes that still see each
- * other decide without it, see node.c).  The coordinator blames nobody
- * else, names itself, and ends its own part: its training checkpoints
- * (--resume) or stops, and the job ends when it has.
+ * No quorum (stall.h): the coordinator heard none of the other nodes for
+ * the timeout, or only the smaller part of them.  The network that failed
+ * is more likely its own than everyone else's (the nodes that still see
+ * each other decide without it, see watch.h).  It names itself and nobody
+ * else: the SILENT nodes are out of its reach, not faulty, and its own
+ * training and those of the nodes it still hears checkpoint (--resume) or
+ * stop; the job ends when they have.
  */
 static void
-isolated(struct coord *c, int silent, double now)
+isolated(struct coord *c, int silent, int heard, double now)
 {
 	struct cnode *self = &c->nodes[c->o.self];
 	cJSON *d = cJSON_CreateObject();
 
-	snprintf(c->end_reason, sizeof(c->end_reason), "%s (rank %d), the coordinator, lost "
-	         "contact with all %d other nodes at once: it is the node cut off", self->host,
-	         c->o.self, silent);
+	if (heard == 0)
+		snprintf(c->end_reason, sizeof(c->end_reason), "%s (rank %d), the coordinator, lost "
+		         "contact with all %d other nodes: it is the node cut off", self->host,
+		         c->o.self, silent);
+	else
+		snprintf(c->end_reason, sizeof(c->end_reason), "%s (rank %d), the coordinator, lost "
+		         "contact with %d of the other nodes and hears only %d: it is cut off from the "
+		         "rest, or in the smaller part of a split network", self->host, c->o.self,
+		         silent, heard);
 	coord_say(c, "vigil: %s", c->end_reason);
 	cJSON_AddNumberToObject(d, "silent_nodes", silent);
+	cJSON_AddNumberToObject(d, "heard_nodes", heard);
 	coord_emit(c, c->o.self, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, c->end_reason, d);
 	self->faulty = true;
 	for (int r = 0; r < c->n; r++) {
 		struct cnode *n = &c->nodes[r];
 
-		if (r == c->o.self || n->lost)
+		if (r == c->o.self || n->lost || !overdue(c, n, now))
 			continue;
 		n->lost = true;
 		c->nlost++;
@@ -940,29 +993,38 @@ isolated(struct coord *c, int silent, double now)
 	}
 }
 
+/* A stall of the coordinator's own: every node gets a fresh timeout. */
+static void
+stalled(struct coord *c, double now)
+{
+	cJSON *d = cJSON_CreateObject();
+	char msg[256];
+
+	snprintf(msg, sizeof(msg), "the coordinator was stalled for %.1f s: every node gets "
+	         "a fresh %.0f s before it is judged", now - c->last_scan, c->o.heartbeat_timeout_s);
+	coord_say(c, "vigil: %s", msg);
+	cJSON_AddNumberToObject(d, "stalled_s", now - c->last_scan);
+	coord_emit(c, c->o.self, VIGIL_EVENT_STALL, VIGIL_SEVERITY_WARNING, msg, d);
+	c->heard_any = now;
+	for (int r = 0; r < c->n; r++)
+		coord_heard(c, r, now);
+}
+
 /*
  * The heartbeat scan.  The coordinator judges silence only when it was
- * itself on time (stall.h): after a scan that came late, what looks like
- * silence may be messages it has not read yet.
+ * itself on time, and names a silent node only with a quorum (stall.h):
+ * after a scan that came late, what looks like silence may be messages it
+ * has not read yet; while it hears too few of the others, the silence may
+ * be its own.
  */
 static void
 scan(struct coord *c, double now)
 {
-	int live = 0, silent = 0;
+	double recent = stall_deaf_limit(c->o.heartbeat_s);
+	int live = 0, heard = 0, silent = 0;
 
-	if (stall_late(c->last_scan, now, c->o.heartbeat_s, c->o.heartbeat_timeout_s)) {
-		cJSON *d = cJSON_CreateObject();
-		char msg[256];
-
-		snprintf(msg, sizeof(msg), "the coordinator was stalled for %.1f s: every node gets "
-		         "a fresh %.0f s before it is judged", now - c->last_scan,
-		         c->o.heartbeat_timeout_s);
-		coord_say(c, "vigil: %s", msg);
-		cJSON_AddNumberToObject(d, "stalled_s", now - c->last_scan);
-		coord_emit(c, c->o.self, VIGIL_EVENT_STALL, VIGIL_SEVERITY_WARNING, msg, d);
-		for (int r = 0; r < c->n; r++)
-			coord_heard(c, r, now);
-	}
+	if (stall_late(c->last_scan, now, c->o.heartbeat_s, c->o.heartbeat_timeout_s))
+		stalled(c, now);
 	c->last_scan = now;
 	for (int r = 0; r < c->n; r++) {
 		const struct cnode *n = &c->nodes[r];
@@ -970,22 +1032,25 @@ scan(struct coord *c, double now)
 		if (r == c->o.self || n->lost)
 			continue;
 		live++;
-		silent += now - n->last_seen >= c->o.heartbeat_timeout_s;
+		if (overdue(c, n, now))
+			silent++;
+		else if (now - n->last_seen < recent)
+			heard++;
 	}
-	if (silent == 0)
+	switch (stall_judge(live, heard, silent)) {
+	case STALL_WAIT:
 		return;
-	/* With one other node nobody can tell whose network failed: the
-	 * coordinator's view stands. */
-	if (silent == live && live >= 2) {
-		isolated(c, silent, now);
+	case STALL_SELF:
+		isolated(c, silent, heard, now);
 		return;
+	case STALL_NAME:
+		break;
 	}
 	for (int r = 0; r < c->n; r++) {
 		struct cnode *n = &c->nodes[r];
 
-		if (r == c->o.self || n->lost || now - n->last_seen < c->o.heartbeat_timeout_s)
-			continue;
-		declare_lost(c, r, now);
+		if (r != c->o.self && !n->lost && overdue(c, n, now))
+			declare_lost(c, r, now);
 	}
 }
 

@@ -200,6 +200,11 @@ void coord_alert(struct coord *c, int rank, const char *message, double now);
  * interval, or half the timeout if that is less; the agent was stopped,
  * swapped out, starved of CPU), every node is given a fresh timeout from
  * NOW instead of being judged on silence the coordinator could not hear.
+ * Nor does a coordinator that could not hear (stall.h: deaf, no quorum):
+ * after a gap in what it hears from everyone, silence counts again only
+ * once what the gap held back has had time to come, and a silent node is
+ * named only while the coordinator hears at least as many of the others
+ * as it does not; a coordinator that hears too few names itself.
  */
 double coord_tick(struct coord *c, double now);
 

@@ -62,6 +62,8 @@ struct coord {
 
 	/* deadlines, on the caller's clock; < 0: none */
 	double next_scan, last_scan;
+	double heard_any;    /* the last message from any other rank (stall.h: deaf) */
+	double judge_from;   /* silence counts from here at the earliest, after deafness */
 	double next_beat;
 	double lost_deadline;
 	double limit_end;

@@ -184,7 +184,9 @@ node_json(const struct coord *c, int r)
 	cJSON_AddStringToObject(o, "node", coord_host(c, r));
 	cJSON_AddNumberToObject(o, "rank", r);
 	if (!n->have_result) {
-		cJSON_AddStringToObject(o, "state", "lost");
+		/* lost, or out of the reach of a coordinator that named itself
+		 * the one cut off (lost without being faulty) */
+		cJSON_AddStringToObject(o, "state", n->lost && !n->faulty ? "unreachable" : "lost");
 		return o;
 	}
 	cJSON_AddStringToObject(o, "state", n->idle ? "idle" :

@@ -1,6 +1,6 @@
 # cases.sh - helpers for fault-injection cases on the test bed (sourced by
 # tests/integration/testbed_*.sh after lib.sh and tb.sh, with a test bed of
-# three nodes up and $hb set to the heartbeat options).
+# CASE_NODES nodes up (default 3) and $hb set to the heartbeat options).
 #
 #   train DIR [ARGS]   the training's command: contrib/examples/train_sim.py,
 #                      its checkpoint under DIR/<hostname>
@@ -10,9 +10,10 @@
 #   bed_empty          nothing of the job left on any node (10 s at most)
 #   saved NODE         how often NODE's training got the checkpoint signal
 #                      (the cases run with --tag-output)
-#   start_case NAME OPTIONS...   vigil run --resume on 3 nodes in the
-#                      background ($job is mpirun), with $ck, $log, $ev, $rep
-#                      set for NAME, and waits until every training is ready;
+#   start_case NAME OPTIONS...   vigil run --resume --grace CASE_GRACE
+#                      (default 5) on CASE_NODES nodes in the background ($job
+#                      is mpirun), with $ck, $log, $ev, $rep and $excl set for
+#                      NAME, and waits until every training is ready;
 #                      MPIRUN_OPTS (an array) goes to mpirun first
 # the training on each node keeps its checkpoint under $ck/<hostname>
 train() {
@@ -40,10 +41,10 @@ PY
 }
 saved() { grep -c "^\[$1:[0-9]*\] signal SIGUSR1$" "$log"; }
 bed_empty() {  # nothing of the job left on any node
-	local i n
+	local i n k
 	for ((i = 0; i < 100; i++)); do
 		n=0
-		for k in 1 2 3; do n=$((n + $(tb_pids n$k | wc -w))); done
+		for ((k = 1; k <= ${CASE_NODES:-3}; k++)); do n=$((n + $(tb_pids n$k | wc -w))); done
 		[ "$n" -eq 0 ] && return 0
 		sleep 0.1
 	done
@@ -54,10 +55,11 @@ start_case() {
 	local name=$1; shift
 	ck="$SCRATCH/ck.$name"; mkdir -p "$ck"
 	log="$SCRATCH/$name.out"; ev="$SCRATCH/$name.jsonl"; rep="$SCRATCH/$name.json"
-	eval "tb_mpirun $MPIRUN_OPTS -np 3 \"\$VIGIL\" run --resume $hb --grace 5 --events \"\$ev\" \
-		--report \"\$rep\" --exclude-file \"\$SCRATCH/$name.exclude\" $* -- $(train "$ck")" \
-		>"$log" 2>&1 &
+	excl="$SCRATCH/$name.exclude"
+	eval "tb_mpirun $MPIRUN_OPTS -np ${CASE_NODES:-3} \"\$VIGIL\" run --resume $hb \
+		--grace ${CASE_GRACE:-5} --events \"\$ev\" --report \"\$rep\" \
+		--exclude-file \"\$excl\" $* -- $(train "$ck")" >"$log" 2>&1 &
 	job=$!
-	wait_ready "$log" 3 || fail "$name: trainings not ready"
+	wait_ready "$log" "${CASE_NODES:-3}" || fail "$name: trainings not ready"
 }
 

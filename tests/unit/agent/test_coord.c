@@ -257,6 +257,16 @@ run_until(struct fx *f, double a, double b, double step, unsigned heard_mask)
 	}
 }
 
+/* A new coordinator for SIZE ranks, nothing recorded. */
+static void
+fresh(struct fx *f, int size)
+{
+	coord_free(f->c);
+	f->c = NULL;
+	rec_clear(&f->rec);
+	default_opts(&f->o, size);
+}
+
 static cJSON *
 report(struct fx *f, double now)
 {
@@ -647,8 +657,8 @@ test_successor_adopts(void **state)
 	f->o.self = 1;
 	f->c = coord_new(&f->o, &ops, 0);
 	assert_non_null(f->c);
-	assert_int_equal(coord_adopt(f->c, &plan, members, 3, 0, "the coordinator n1 (rank 0) "
-	                             "fell silent", 20), 0);
+	assert_int_equal(coord_adopt(f->c, &plan, members, 3, 0, "the coordinator "
+	                             "n1 (rank 0) fell silent", 20), 0);
 	assert_true(said(&f->rec, "n2 (rank 1) takes over as the coordinator"));
 	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
 	assert_int_equal(count_sent(&f->rec, 0, MSG_COMMAND, NULL), 0);
@@ -1108,6 +1118,7 @@ static void
 test_isolated_coordinator_names_itself(void **state)
 {
 	struct fx *f = *state;
+	cJSON *rep;
 	char *excl;
 
 	coord_free(f->c);
@@ -1118,7 +1129,15 @@ test_isolated_coordinator_names_itself(void **state)
 	run_until(f, 10.5, 41, 0.5, 0x1);
 	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
 	assert_true(said(&f->rec, "n1 (rank 0), the coordinator, lost contact with all 3 other "
-	                 "nodes at once"));
+	                 "nodes: it is the node cut off"));
+	/* the others are out of its reach, not lost nor faulty */
+	rep = report(f, 42);
+	assert_string_equal(json_str(cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "nodes"), 2),
+	                             "state", ""), "unreachable");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(rep, "faulty_nodes")), 1);
+	cJSON_Delete(rep);
+	for (int r = 1; r < 4; r++)
+		assert_false(coord_faulty(f->c, r));
 	/* its own training checkpoints; nobody else is blamed */
 	assert_int_equal(count_sent(&f->rec, 0, MSG_COMMAND, "\"checkpoint\""), 1);
 	result(f, 0, 0, 0, 45);
@@ -1143,6 +1162,177 @@ test_two_nodes_peer_lost(void **state)
 	assert_true(coord_lost(f->c, 1));
 	assert_false(coord_faulty(f->c, 0));
 	assert_true(coord_faulty(f->c, 1));
+}
+
+/* ---- the coordinator's own outage, at every point of the heartbeat cycle ---------- */
+
+/*
+ * When a message sent at S reaches the coordinator over TCP, its network
+ * down from C to E: what is sent meanwhile is retransmitted from the
+ * first lost send L with Linux's backoff (200 ms, doubling), and what is
+ * sent after waits behind it until the first retransmit after E.
+ */
+static double
+arrival(double s, double l, double c, double e)
+{
+	double rt = l + 0.2, step = 0.4;
+
+	if (s < c || l < 0)
+		return s;
+	while (rt < e) {
+		rt += step;
+		step *= 2;
+	}
+	return s > rt ? s : rt;
+}
+
+struct arrive {
+	double t;
+	int rank;
+};
+
+static int
+cmp_arrive(const void *a, const void *b)
+{
+	const struct arrive *x = a, *y = b;
+
+	return (x->t > y->t) - (x->t < y->t);
+}
+
+/*
+ * A job of N ranks with heartbeat H and timeout TO runs from 0 to END.
+ * Rank r > 0 beats every H from H * r / N (spread by rank, as node.c
+ * does); the coordinator's network is down from C for D seconds (D 0:
+ * never); the ranks in DEAD_MASK stop beating at C for good.  The
+ * coordinator reads each message as it arrives and ticks every H / 10.
+ * F's coordinator is started here and left for the caller to look at.
+ */
+static void
+simulate(struct fx *f, int n, double h, double to, double c, double d, unsigned dead_mask,
+         double end)
+{
+	int max = (int)(end / h + 2) * n, k = 0, next = 0;
+	struct arrive *a = calloc((size_t)max, sizeof(*a));
+
+	assert_non_null(a);
+	fresh(f, n);
+	f->o.heartbeat_s = h;
+	f->o.heartbeat_timeout_s = to;
+	f->o.resume = true;
+	start(f, 0, 0);
+	for (int r = 1; r < n; r++) {
+		double l = -1;
+
+		for (double s = h * r / n; s < end && k < max; s += h) {
+			if ((dead_mask & (1u << r)) && s >= c)
+				break;
+			if (d > 0 && s >= c && s < c + d && l < 0)
+				l = s;
+			a[k].t = d > 0 ? arrival(s, l, c, c + d) : s;
+			a[k++].rank = r;
+		}
+	}
+	qsort(a, (size_t)k, sizeof(*a), cmp_arrive);
+	for (double t = h / 10; t <= end + 1e-9; t += h / 10) {
+		for (; next < k && a[next].t <= t; next++)
+			coord_heard(f->c, a[next].rank, a[next].t);
+		coord_tick(f->c, t);
+	}
+	free(a);
+}
+
+/* Was any rank in MASK named: a node_lost event, or faulty? */
+static bool
+named(struct fx *f, unsigned mask)
+{
+	for (int r = 0; r < f->o.size; r++) {
+		char needle[64];
+
+		if (!(mask & (1u << r)))
+			continue;
+		snprintf(needle, sizeof(needle), "node_lost n%d %d:", r + 1, r);
+		if (coord_faulty(f->c, r) || evented(&f->rec, needle))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The coordinator's management link down for 2.5 s, 3 s, 5 s and longer
+ * than the timeout, from every tenth of the heartbeat cycle on, with the
+ * test bed's heartbeat (0.5 s, 1.5 s) and the defaults (5 s, 30 s): no
+ * other node is ever named; an outage past the timeout names the
+ * coordinator itself, one well within it nobody.
+ */
+static void
+test_coordinator_outage_every_offset(void **state)
+{
+	struct fx *f = *state;
+	const double hb[][2] = { { 0.5, 1.5 }, { 5, 30 }, { 0.5, 3 } };
+	const double outage[] = { 2.5, 3, 5, 0 /* beyond the timeout */ };
+
+	for (size_t i = 0; i < sizeof(hb) / sizeof(hb[0]); i++) {
+		double h = hb[i][0], to = hb[i][1];
+
+		for (size_t o = 0; o < sizeof(outage) / sizeof(outage[0]); o++) {
+			double d = outage[o] > 0 ? outage[o] : 3 * to;
+
+			for (int k = 0; k < 10; k++) {
+				double c = 10 * h + 0.1 * k * h;
+
+				simulate(f, 4, h, to, c, d, 0, c + d + 4 * to);
+				if (named(f, 0xe))
+					fail_msg("hb %.1f/%.1f, outage %.1f s at %.1f of the cycle: a "
+					         "healthy node was named", h, to, d, 0.1 * k);
+				if (d > to + h)
+					assert_true(coord_faulty(f->c, 0));
+				if (d + h < to) {
+					assert_false(coord_faulty(f->c, 0));
+					assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+				}
+			}
+		}
+	}
+}
+
+/* A node that really stops, at every tenth of the cycle: named within the
+ * timeout and a scan, and nobody else; two of four, both; in a job of two,
+ * the one. */
+static void
+test_dead_node_every_offset(void **state)
+{
+	struct fx *f = *state;
+
+	for (int k = 0; k < 10; k++) {
+		double c = 5 + 0.05 * k, lost_at = -1;
+
+		simulate(f, 4, 0.5, 1.5, c, 0, 0x8, c + 1.5 + 0.5 + 0.1);
+		assert_true(named(f, 0x8));
+		assert_false(named(f, 0x7));
+		for (int i = 0; i < f->rec.nevents; i++)
+			if (strstr(f->rec.events[i], "node_lost n4 3:"))
+				lost_at = 0;
+		assert_true(lost_at == 0);
+		simulate(f, 4, 0.5, 1.5, c, 0, 0xc, c + 4);
+		assert_true(named(f, 0xc));
+		assert_false(named(f, 0x3));
+		simulate(f, 2, 0.5, 1.5, c, 0, 0x2, c + 4);
+		assert_true(named(f, 0x2));
+		assert_false(named(f, 0x1));
+	}
+}
+
+/* An outage of 1 s that the backoff makes 1.7 s of silence: the gap is on
+ * record, the fresh timeout covers the late messages, nobody is named. */
+static void
+test_deaf_gap_said(void **state)
+{
+	struct fx *f = *state;
+
+	simulate(f, 3, 0.5, 3, 5, 1, 0, 20);
+	assert_false(named(f, 0x7));
+	assert_true(evented(&f->rec, "stall n1 0: the coordinator heard no node for"));
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
 }
 
 static void
@@ -1255,16 +1445,6 @@ on_step(void *arg, const struct fsm_table *t, int from, int ev, int to)
 	}
 	assert_int_equal(to, wanted(from, ev));
 	s->taken[from][ev] = true;
-}
-
-/* A new coordinator for SIZE ranks, nothing recorded. */
-static void
-fresh(struct fx *f, int size)
-{
-	coord_free(f->c);
-	f->c = NULL;
-	rec_clear(&f->rec);
-	default_opts(&f->o, size);
 }
 
 /* Rank 1 takes over from rank 0 at 20. */
@@ -1429,6 +1609,9 @@ main(void)
 		T(test_stall_blames_nobody),
 		T(test_isolated_coordinator_names_itself),
 		T(test_two_nodes_peer_lost),
+		T(test_coordinator_outage_every_offset),
+		T(test_dead_node_every_offset),
+		T(test_deaf_gap_said),
 		T(test_heartbeats_to_nodes),
 		T(test_hold_on_failure),
 		T(test_table_rows),

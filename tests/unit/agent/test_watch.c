@@ -1,7 +1,7 @@
 /*
  * test_watch.c - a node's watch on its coordinator and the successor's
- * majority, with a fake clock; and the stall rule the watch shares with
- * the coordinator (stall.h).
+ * majority, with a fake clock; and the stall and deafness rules
+ * (stall.h).
  */
 #include "autoconf.h"
 
@@ -197,6 +197,38 @@ test_stall_rule(void **state)
 	assert_false(stall_late(-1, 1000, 5, 30));
 }
 
+/* Deaf: a gap over 1.5 heartbeats in what the coordinator hears from all. */
+static void
+test_deaf_rule(void **state)
+{
+	(void)state;
+	assert_true(stall_deaf_limit(0.5) == 0.75);
+	assert_true(stall_deaf_until(10, 10.75, 0.5) < 0);
+	/* a gap of 2.5 s ends at 12.5: silence counts from 15 */
+	assert_true(stall_deaf_until(10, 12.5, 0.5) == 15);
+	assert_true(stall_deaf_until(-1, 12.5, 0.5) < 0);
+}
+
+/* The quorum: the coordinator's side against the other live ranks. */
+static void
+test_judge_rule(void **state)
+{
+	(void)state;
+	assert_int_equal(stall_judge(3, 3, 0), STALL_WAIT);
+	/* one of four dead, two of four: named */
+	assert_int_equal(stall_judge(3, 2, 1), STALL_NAME);
+	assert_int_equal(stall_judge(3, 1, 2), STALL_NAME);
+	/* a job of two: the coordinator names the node it cannot hear */
+	assert_int_equal(stall_judge(1, 0, 1), STALL_NAME);
+	/* the coordinator cut off: the first silent node waits, then itself */
+	assert_int_equal(stall_judge(3, 0, 1), STALL_WAIT);
+	assert_int_equal(stall_judge(3, 0, 2), STALL_WAIT);
+	assert_int_equal(stall_judge(3, 0, 3), STALL_SELF);
+	/* the smaller part of a split of five */
+	assert_int_equal(stall_judge(4, 1, 3), STALL_SELF);
+	assert_int_equal(stall_judge(4, 1, 2), STALL_WAIT);
+}
+
 int
 main(void)
 {
@@ -211,6 +243,8 @@ main(void)
 		cmocka_unit_test(test_two_nodes_never_take_over),
 		cmocka_unit_test(test_coordinator_watches_nothing),
 		cmocka_unit_test(test_stall_rule),
+		cmocka_unit_test(test_deaf_rule),
+		cmocka_unit_test(test_judge_rule),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
