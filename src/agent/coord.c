@@ -638,9 +638,23 @@ coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan 
 	return 0;
 }
 
+/* RANK lost at the takeover, for WHY: faulty, and an event says so. */
+static void
+adopt_lost(struct coord *c, int rank, const char *why)
+{
+	struct cnode *n = &c->nodes[rank];
+
+	if (n->lost)
+		return;
+	n->lost = n->reported = n->faulty = true;
+	c->nlost++;
+	c->nreported++;
+	coord_emit(c, rank, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, NULL);
+}
+
 int
 coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members, int nmembers,
-            int lost, const char *why, double now)
+            const int *lost, int nlost, const char *why, double now)
 {
 	for (int r = 0; r < c->n; r++) {
 		struct cnode *n = &c->nodes[r];
@@ -656,13 +670,15 @@ coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members, in
 		if (members[i] >= 0 && members[i] < c->n)
 			c->nodes[members[i]].member = true;
 	step(c, COORD_EV_ADOPT, now);
-	if (lost >= 0 && lost < c->n) {
-		struct cnode *n = &c->nodes[lost];
+	for (int i = 0; i < nlost; i++) {
+		char msg[300];
 
-		n->lost = n->reported = n->faulty = true;
-		c->nlost++;
-		c->nreported++;
-		coord_emit(c, lost, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, NULL);
+		if (lost[i] < 0 || lost[i] >= c->n || lost[i] == c->o.self)
+			continue;
+		/* the first is the coordinator; the others were before this node in line */
+		snprintf(msg, sizeof(msg), "%s (rank %d) lost: next in line to take over from the "
+		         "coordinator, and silent as well", coord_host(c, lost[i]), lost[i]);
+		adopt_lost(c, lost[i], i == 0 ? why : msg);
 	}
 	/* it cannot be asked to finalize, or to take part in anything else */
 	c->never_arrived = true;

@@ -151,16 +151,18 @@ int coord_set_node(struct coord *c, int rank, const char *addr, int slots);
 int coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan *plan);
 
 /*
- * A successor takes over (run.c): rank LOST, the job's coordinator, fell
- * silent and a majority of the nodes agree.  The records come from PLAN
- * (every rank's host, address and slots) and MEMBERS (the current
- * attempt's members); LOST is lost and faulty, and every training saves
- * (--resume, the job ends 81) or stops (84), for WHY: the coordinator
- * goes from PLANNING through RUNNING to CHECKPOINTING or STOPPING, and
- * runs as any other from NOW.  Returns 0 or -ENOMEM.
+ * A successor takes over (takeover.c): the job's coordinator fell silent
+ * and a majority of the nodes agree (watch.h).  The records come from
+ * PLAN (every rank's host, address and slots) and MEMBERS (the current
+ * attempt's members).  The NLOST ranks in LOST are lost and faulty, each
+ * with a node_lost event: the first is the coordinator (WHY says why),
+ * the others the successors before this one in line, silent too.  Every
+ * training saves (--resume, the job ends 81) or stops (84), for WHY: the
+ * coordinator goes from PLANNING through RUNNING to CHECKPOINTING or
+ * STOPPING, and runs as any other from NOW.  Returns 0 or -ENOMEM.
  */
 int coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members,
-                int nmembers, int lost, const char *why, double now);
+                int nmembers, const int *lost, int nlost, const char *why, double now);
 
 /*
  * The job's time limit: absolute time END on the same clock as NOW, or a

@@ -77,8 +77,12 @@ struct job {
 	struct loop_timer *watch_timer;
 	struct loop_timer *fine_timer;   /* wakes the loop for the next look at a reduction */
 	char *plan_text;             /* the plan as it came, for a successor */
-	char **early;                /* successor: results before the takeover, by rank */
+	char **early;                /* in line: results before the takeover, by rank */
 	char lost_why[512];          /* why this node lost its coordinator */
+	char *result_text;           /* this node's last RESULT, for a successor */
+	bool held;                   /* lost the coordinator, its training saves: no MPI yet */
+	double held_until;           /* ... at most until then */
+	bool alone;                  /* nobody took over: ends once its training has */
 	bool record;                 /* a record of this node's own is in place (jobfiles.c) */
 
 	int exit_code;

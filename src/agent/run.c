@@ -344,6 +344,17 @@ node_send(void *arg, enum msg_kind kind, const char *text)
 {
 	struct job *j = arg;
 
+	if (kind == MSG_RESULT) {
+		/* kept: a successor may need it after the coordinator is lost */
+		char *copy = strdup(text);
+
+		if (copy) {
+			free(j->result_text);
+			j->result_text = copy;
+		}
+	}
+	if (j->watch && watch_lost(j->watch) && !j->coord)
+		return takeover_send(j, kind, text);
 	return send_to(j, job_coord_rank(j), kind, text);
 }
 
@@ -428,6 +439,10 @@ job_route(struct job *j, int src, int tag, const char *text)
 		coord_heard(j->coord, src, now);
 	if (j->watch)
 		watch_heard(j->watch, src, now);
+	/* a successor in line that speaks as the coordinator took over (watch.h) */
+	if (j->watch && !j->coord && j->phase == PH_RUN && (m.kind == MSG_HEARTBEAT ||
+	    m.kind == MSG_COMMAND || m.kind == MSG_FINAL))
+		takeover_act(j, watch_leader(j->watch, src, now), now);
 	switch (m.kind) {
 	case MSG_PLAN:
 		if (j->phase == PH_PLAN && src == 0 && !j->bcast)
@@ -454,6 +469,10 @@ job_route(struct job *j, int src, int tag, const char *text)
 		} else if (j->node && j->phase == PH_RUN) {
 			if (m.u.command.command == MSG_CMD_CHECKPOINT)
 				prep_checkpoint(j->prep, m.u.command.reason);
+			if (m.u.command.command == MSG_CMD_RESTART) {
+				free(j->result_text);  /* the last attempt's, no longer this one's */
+				j->result_text = NULL;
+			}
 			node_command(j->node, &m.u.command);
 			if (m.u.command.command == MSG_CMD_RESTART)
 				perf_attempt(j);
@@ -464,8 +483,9 @@ job_route(struct job *j, int src, int tag, const char *text)
 			take_final(j, &m.u.final);
 		break;
 	case MSG_SUSPECT:
+		/* a vote, judged at the watch's next tick (takeover.c) */
 		if (j->watch)
-			takeover_act(j, watch_suspect(j->watch, src, now), now);
+			watch_vote(j->watch, src, now);
 		break;
 	case MSG_PREP:
 		if (j->phase == PH_PREP)

@@ -1,5 +1,6 @@
 /*
- * watch.c - the coordinator's silence, and the successor's majority.
+ * watch.c - the coordinator's silence, the successors in line and their
+ * majority (watch.h).
  */
 #include "autoconf.h"
 
@@ -9,19 +10,27 @@
 #include "agent/stall.h"
 #include "agent/watch.h"
 
-/* The coordinator's silence that ends the job: this many node timeouts. */
+/* The coordinator's silence that ends the job: this many node timeouts.
+ * It is also each successor's turn: long enough for the one before it,
+ * which lost the coordinator up to a heartbeat sooner or later and counts
+ * the same votes, to take over and be heard doing so. */
 #define COORD_TIMEOUT_FACTOR 2
 
 struct watch {
 	struct watch_opts o;
-	int coordinator;        /* where messages go now */
+	int leader;             /* where messages go; -1 once lost, until a successor is known */
 	double heard;           /* the coordinator's last word */
 	double last_check;      /* this node's last watch_tick() */
 	bool lost;
 	double lost_at;
-	bool *voted;            /* the successor: who lost the coordinator */
+	double ready_at;        /* in line: lost, with a majority, since then; < 0 not yet */
+	int line[WATCH_LINE_MAX];
+	double line_heard[WATCH_LINE_MAX];  /* each successor's last word; < 0 none */
+	int nline;
+	int place;              /* 1.. in line, 0 not */
+	bool *voted;            /* in line: who lost the coordinator */
 	int votes;
-	bool decided;           /* the successor took over or gave up */
+	bool decided;           /* took over, follows a successor, or gave up */
 };
 
 struct watch *
@@ -38,8 +47,18 @@ watch_new(const struct watch_opts *o, double now)
 	if (!w)
 		return NULL;
 	w->o = *o;
-	w->coordinator = o->coordinator;
+	w->leader = o->coordinator;
 	w->heard = w->last_check = now;
+	w->ready_at = -1;
+	/* The ranks after the coordinator's, wrapping around: the same line
+	 * on every node, without a word exchanged. */
+	for (int i = 1; i < o->size && w->nline < WATCH_LINE_MAX; i++) {
+		w->line[w->nline] = (o->coordinator + i) % o->size;
+		w->line_heard[w->nline] = -1;
+		if (w->line[w->nline] == o->self)
+			w->place = w->nline + 1;
+		w->nline++;
+	}
 	return w;
 }
 
@@ -52,26 +71,30 @@ watch_free(struct watch *w)
 	free(w);
 }
 
-int
-watch_successor(const struct watch *w)
+/* RANK's place in line, 0-based, or -1. */
+static int
+in_line(const struct watch *w, int rank)
 {
-	/* The lowest rank after the coordinator's, wrapping around: the same
-	 * on every node, without a word exchanged. */
-	if (w->o.size < 2)
-		return -1;
-	return (w->o.coordinator + 1) % w->o.size;
+	for (int i = 0; i < w->nline; i++)
+		if (w->line[i] == rank)
+			return i;
+	return -1;
 }
 
 void
 watch_heard(struct watch *w, int rank, double now)
 {
+	int i = in_line(w, rank);
+
 	if (!w->lost && rank == w->o.coordinator)
 		w->heard = now;
+	if (i >= 0 && rank != w->o.self)
+		w->line_heard[i] = now;
 }
 
 /* Count RANK once. */
 static void
-vote(struct watch *w, int rank)
+count(struct watch *w, int rank)
 {
 	if (!w->voted) {
 		w->voted = calloc((size_t)w->o.size, sizeof(*w->voted));
@@ -84,24 +107,75 @@ vote(struct watch *w, int rank)
 	}
 }
 
-/* The successor, once it lost the coordinator too: a majority of all ranks agree. */
-static enum watch_action
-majority(struct watch *w)
+/* More than half of the job's ranks lost the coordinator; in a job of two,
+ * the one left (there is nobody else to ask). */
+static bool
+majority(const struct watch *w)
 {
-	if (w->decided || !w->lost || w->o.self != watch_successor(w) || 2 * w->votes <= w->o.size)
-		return WATCH_NONE;
-	w->decided = true;
-	return WATCH_TAKE_OVER;
+	return 2 * w->votes > w->o.size || (w->o.size == 2 && w->votes >= 1);
+}
+
+void
+watch_vote(struct watch *w, int rank, double now)
+{
+	watch_heard(w, rank, now);
+	if (w->place > 0 && rank != w->o.coordinator)
+		count(w, rank);
 }
 
 enum watch_action
-watch_suspect(struct watch *w, int rank, double now)
+watch_leader(struct watch *w, int rank, double now)
 {
-	(void)now;
-	if (w->o.self != watch_successor(w) || rank == w->o.coordinator)
+	watch_heard(w, rank, now);
+	if (rank == w->o.coordinator || rank == w->o.self || in_line(w, rank) < 0)
 		return WATCH_NONE;
-	vote(w, rank);
-	return majority(w);
+	/* a successor took over: the nodes that still see each other decided */
+	w->leader = rank;
+	w->decided = true;
+	if (w->lost)
+		return WATCH_NONE;
+	w->lost = true;
+	w->lost_at = now;
+	return WATCH_LOST;
+}
+
+/* Every successor before this one in line said nothing since the watch began. */
+static bool
+before_silent(const struct watch *w)
+{
+	for (int i = 0; i < w->place - 1; i++)
+		if (w->line_heard[i] >= 0)
+			return false;
+	return true;
+}
+
+double
+watch_alone_at(const struct watch *w)
+{
+	if (!w->lost)
+		return -1;
+	return w->lost_at + w->o.vote_wait_s +
+	       w->nline * COORD_TIMEOUT_FACTOR * w->o.heartbeat_timeout_s;
+}
+
+/* After the loss: this node's turn, or nobody's in time. */
+static enum watch_action
+after_loss(struct watch *w, double now)
+{
+	double turn = COORD_TIMEOUT_FACTOR * w->o.heartbeat_timeout_s;
+
+	if (w->place > 0 && w->ready_at < 0 && majority(w))
+		w->ready_at = now;
+	if (w->ready_at >= 0 && now >= w->ready_at + (w->place - 1) * turn && before_silent(w)) {
+		w->decided = true;
+		w->leader = w->o.self;
+		return WATCH_TAKE_OVER;
+	}
+	if (now >= watch_alone_at(w)) {
+		w->decided = true;
+		return WATCH_ALONE;
+	}
+	return WATCH_NONE;
 }
 
 enum watch_action
@@ -109,7 +183,6 @@ watch_tick(struct watch *w, double now)
 {
 	/* silence is judged only when this node was on time itself (stall.h) */
 	bool late = stall_late(w->last_check, now, w->o.heartbeat_s, w->o.heartbeat_timeout_s);
-	enum watch_action a;
 
 	w->last_check = now;
 	if (w->o.self == w->o.coordinator)
@@ -123,26 +196,58 @@ watch_tick(struct watch *w, double now)
 			return WATCH_NONE;
 		w->lost = true;
 		w->lost_at = now;
-		if (watch_successor(w) >= 0)
-			w->coordinator = watch_successor(w);
-		if (w->o.self == watch_successor(w))
-			vote(w, w->o.self);
+		w->leader = -1;
+		if (w->place > 0)
+			count(w, w->o.self);
 		return WATCH_LOST;
 	}
-	a = majority(w);
-	if (a != WATCH_NONE || w->decided || w->o.self != watch_successor(w))
-		return a;
-	if (now - w->lost_at >= w->o.heartbeat_timeout_s) {
-		w->decided = true;
-		return WATCH_ALONE;
-	}
-	return WATCH_NONE;
+	/* late: what came meanwhile was read first, and is judged next time */
+	if (w->decided || late)
+		return WATCH_NONE;
+	return after_loss(w, now);
 }
 
 int
 watch_coordinator(const struct watch *w)
 {
-	return w->coordinator;
+	return w->leader;
+}
+
+int
+watch_line(const struct watch *w, int *out)
+{
+	for (int i = 0; i < w->nline; i++)
+		out[i] = w->line[i];
+	return w->nline;
+}
+
+int
+watch_place(const struct watch *w)
+{
+	return w->place;
+}
+
+int
+watch_passed(const struct watch *w, int *out)
+{
+	int n = 0;
+
+	out[n++] = w->o.coordinator;
+	for (int i = 0; i < w->place - 1 && n < WATCH_LINE_MAX; i++)
+		out[n++] = w->line[i];
+	return n;
+}
+
+int
+watch_unheard(const struct watch *w, int *out)
+{
+	int n = 0;
+
+	out[n++] = w->o.coordinator;
+	for (int i = 0; i < w->nline; i++)
+		if (w->line[i] != w->o.self && w->line_heard[i] < 0)
+			out[n++] = w->line[i];
+	return n;
 }
 
 bool

@@ -657,7 +657,7 @@ test_successor_adopts(void **state)
 	f->o.self = 1;
 	f->c = coord_new(&f->o, &ops, 0);
 	assert_non_null(f->c);
-	assert_int_equal(coord_adopt(f->c, &plan, members, 3, 0, "the coordinator "
+	assert_int_equal(coord_adopt(f->c, &plan, members, 3, (int[]){ 0 }, 1, "the coordinator "
 	                             "n1 (rank 0) fell silent", 20), 0);
 	assert_true(said(&f->rec, "n2 (rank 1) takes over as the coordinator"));
 	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
@@ -1335,6 +1335,37 @@ test_deaf_gap_said(void **state)
 	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
 }
 
+/* The takeover names the coordinator and the successor before in line. */
+static void
+test_adopt_names_silent_successor(void **state)
+{
+	struct fx *f = *state;
+	struct coord_ops ops = { rec_send, rec_event, rec_say, fixed_port, &f->rec };
+	struct msg_node nodes[5] = { { "n1", "a", 1 }, { "n2", "b", 1 }, { "n3", "c", 1 },
+	                             { "n4", "d", 1 }, { "n5", "e", 1 } };
+	struct msg_plan plan = { .go = true, .nodes = nodes, .nnodes = 5 };
+	int members[5] = { 0, 1, 2, 3, 4 };
+	char *excl;
+
+	fresh(f, 5);
+	f->o.resume = true;
+	f->o.self = 2;
+	f->c = coord_new(&f->o, &ops, 0);
+	assert_non_null(f->c);
+	assert_int_equal(coord_adopt(f->c, &plan, members, 5, (int[]){ 0, 1 }, 2, "gone", 20), 0);
+	assert_true(evented(&f->rec, "node_lost n1 0: gone"));
+	assert_true(evented(&f->rec, "node_lost n2 1: n2 (rank 1) lost: next in line"));
+	assert_int_equal(count_sent(&f->rec, 3, MSG_COMMAND, "\"checkpoint\""), 1);
+	assert_int_equal(count_sent(&f->rec, 1, MSG_COMMAND, NULL), 0);
+	result(f, 2, 0, 0, 21);
+	result(f, 3, 0, 0, 21);
+	result(f, 4, 0, 0, 21);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	excl = coord_exclude_list(f->c);
+	assert_string_equal(excl, "n1\nn2\n");
+	free(excl);
+}
+
 static void
 test_heartbeats_to_nodes(void **state)
 {
@@ -1461,7 +1492,7 @@ adopt(struct fx *f)
 	f->c = coord_new(&f->o, &ops, 0);
 	assert_non_null(f->c);
 	assert_int_equal(coord_phase(f->c), COORD_PLANNING);
-	assert_int_equal(coord_adopt(f->c, &plan, members, 3, 0, "silent", 20), 0);
+	assert_int_equal(coord_adopt(f->c, &plan, members, 3, (int[]){ 0 }, 1, "silent", 20), 0);
 }
 
 /*
@@ -1612,6 +1643,7 @@ main(void)
 		T(test_coordinator_outage_every_offset),
 		T(test_dead_node_every_offset),
 		T(test_deaf_gap_said),
+		T(test_adopt_names_silent_successor),
 		T(test_heartbeats_to_nodes),
 		T(test_hold_on_failure),
 		T(test_table_rows),

@@ -1,7 +1,7 @@
 /*
- * test_watch.c - a node's watch on its coordinator and the successor's
- * majority, with a fake clock; and the stall and deafness rules
- * (stall.h).
+ * test_watch.c - a node's watch on its coordinator, the successors in
+ * line and their majority, with a fake clock; and the stall and deafness
+ * rules (stall.h).
  */
 #include "autoconf.h"
 
@@ -16,7 +16,7 @@ static struct watch *
 make(int self, int size)
 {
 	struct watch_opts o = { .self = self, .size = size, .coordinator = 0,
-	                        .heartbeat_s = 0.5, .heartbeat_timeout_s = 2 };
+	                        .heartbeat_s = 0.5, .heartbeat_timeout_s = 2, .vote_wait_s = 5 };
 	struct watch *w = watch_new(&o, 0);
 
 	assert_non_null(w);
@@ -54,11 +54,12 @@ test_heard_coordinator_is_fine(void **state)
 	watch_free(w);
 }
 
-/* Silent for twice the timeout: lost, and messages now go to the successor. */
+/* Silent for twice the timeout: lost; nobody to send to until a successor speaks. */
 static void
 test_silence_loses_coordinator(void **state)
 {
 	struct watch *w = make(2, 4);
+	int line[WATCH_LINE_MAX];
 	double at = 0;
 
 	(void)state;
@@ -66,10 +67,14 @@ test_silence_loses_coordinator(void **state)
 	assert_int_equal(run(w, 10.25, 20, false, &at), WATCH_LOST);
 	assert_true(at >= 14 && at <= 14.25);
 	assert_true(watch_lost(w));
-	assert_int_equal(watch_successor(w), 1);
-	assert_int_equal(watch_coordinator(w), 1);
+	assert_int_equal(watch_coordinator(w), -1);
+	assert_int_equal(watch_line(w, line), 3);
+	assert_int_equal(line[0], 1);
+	assert_int_equal(line[1], 2);
+	assert_int_equal(line[2], 3);
+	assert_int_equal(watch_place(w), 2);
 	/* once */
-	assert_int_equal(run(w, 14.5, 30, false, NULL), WATCH_NONE);
+	assert_int_equal(run(w, 14.5, 15, false, NULL), WATCH_NONE);
 	watch_free(w);
 }
 
@@ -101,69 +106,160 @@ test_short_coordinator_stall(void **state)
 	watch_free(w);
 }
 
-/* The successor takes over when a majority lost the coordinator. */
+/* The first in line takes over when a majority lost the coordinator. */
 static void
 test_successor_takes_over_with_majority(void **state)
 {
 	struct watch *w = make(1, 3);
+	int passed[WATCH_LINE_MAX];
 
 	(void)state;
 	/* rank 2's word first: counted, but rank 1 still hears the coordinator */
-	assert_int_equal(watch_suspect(w, 2, 3), WATCH_NONE);
+	watch_vote(w, 2, 3);
 	assert_int_equal(run(w, 0.25, 5, true, NULL), WATCH_NONE);
 	assert_int_equal(run(w, 5.25, 20, false, NULL), WATCH_LOST);
 	/* its own loss makes 2 of 3 */
 	assert_int_equal(watch_tick(w, 9.25), WATCH_TAKE_OVER);
 	assert_int_equal(watch_votes(w), 2);
+	assert_int_equal(watch_coordinator(w), 1);
+	assert_int_equal(watch_passed(w, passed), 1);
+	assert_int_equal(passed[0], 0);
 	assert_int_equal(watch_tick(w, 9.5), WATCH_NONE);
 	watch_free(w);
 }
 
+/* No majority: nobody takes over, and after the votes' time and every
+ * successor's turn the node ends on its own. */
 static void
 test_successor_alone_does_not_take_over(void **state)
 {
 	struct watch *w = make(1, 4);
+	int r[WATCH_LINE_MAX + 1];
 	double at = 0;
 
 	(void)state;
-	assert_int_equal(run(w, 0.25, 20, false, NULL), WATCH_LOST);
+	assert_int_equal(run(w, 0.25, 20, false, &at), WATCH_LOST);
+	assert_true(at >= 4 && at <= 4.25);
 	/* 1 of 4, then 2 of 4: no majority */
-	assert_int_equal(watch_suspect(w, 3, 5), WATCH_NONE);
-	assert_int_equal(run(w, 4.25, 10, false, &at), WATCH_ALONE);
-	assert_true(at >= 6 && at <= 6.25);
+	watch_vote(w, 3, 5);
+	/* the loss, the votes' 5 s and three turns of 4 s */
+	assert_true(watch_alone_at(w) == at + 5 + 3 * 4);
+	assert_int_equal(run(w, at + 0.25, 40, false, &at), WATCH_ALONE);
+	assert_true(at >= 21 && at <= 21.25);
+	/* who said nothing: the coordinator and rank 2 (rank 3 voted) */
+	assert_int_equal(watch_unheard(w, r), 2);
+	assert_int_equal(r[0], 0);
+	assert_int_equal(r[1], 2);
 	/* a late word after giving up changes nothing */
-	assert_int_equal(watch_suspect(w, 2, 7), WATCH_NONE);
+	watch_vote(w, 2, 30);
+	assert_int_equal(watch_tick(w, 30.25), WATCH_NONE);
 	watch_free(w);
 }
 
+/* Votes count on the successors in line only; the coordinator's is none. */
 static void
-test_suspects_only_count_at_successor(void **state)
+test_votes_count_in_line_only(void **state)
 {
-	struct watch *w = make(2, 3);
+	struct watch *w = make(5, 6);
 
 	(void)state;
+	/* ranks 1..4 are in line, 5 is not */
+	assert_int_equal(watch_place(w), 0);
 	assert_int_equal(run(w, 0.25, 20, false, NULL), WATCH_LOST);
-	assert_int_equal(watch_suspect(w, 1, 5), WATCH_NONE);
+	watch_vote(w, 1, 5);
+	watch_vote(w, 2, 5);
+	watch_vote(w, 3, 5);
+	watch_vote(w, 4, 5);
 	assert_int_equal(watch_votes(w), 0);
-	/* the coordinator's own word is no vote */
+	/* it never takes over, and ends on its own if nobody does */
+	assert_int_equal(run(w, 4.5, 60, false, NULL), WATCH_ALONE);
 	watch_free(w);
 	w = make(1, 3);
 	assert_int_equal(run(w, 0.25, 20, false, NULL), WATCH_LOST);
-	assert_int_equal(watch_suspect(w, 0, 5), WATCH_NONE);
+	watch_vote(w, 0, 4.1);
 	assert_int_equal(watch_votes(w), 1);
-	assert_int_equal(watch_suspect(w, 2, 5), WATCH_TAKE_OVER);
+	watch_vote(w, 2, 4.1);
+	assert_int_equal(watch_tick(w, 4.25), WATCH_TAKE_OVER);
 	watch_free(w);
 }
 
-/* Two nodes: the successor can never be a majority alone. */
+/* Two nodes: the one left takes over alone, at once. */
 static void
-test_two_nodes_never_take_over(void **state)
+test_two_nodes_survivor_takes_over(void **state)
 {
 	struct watch *w = make(1, 2);
+	double at = 0;
 
 	(void)state;
-	assert_int_equal(run(w, 0.25, 20, false, NULL), WATCH_LOST);
-	assert_int_equal(run(w, 4.25, 20, false, NULL), WATCH_ALONE);
+	assert_int_equal(run(w, 0.25, 20, false, &at), WATCH_LOST);
+	assert_int_equal(watch_tick(w, at + 0.25), WATCH_TAKE_OVER);
+	assert_int_equal(watch_votes(w), 1);
+	watch_free(w);
+}
+
+/* The coordinator and the first in line hang: the second in line takes
+ * over with a majority once the first had its turn, and names both. */
+static void
+test_second_in_line_takes_over(void **state)
+{
+	struct watch *w = make(2, 5);
+	int passed[WATCH_LINE_MAX];
+	double at = 0;
+
+	(void)state;
+	assert_int_equal(watch_place(w), 2);
+	assert_int_equal(run(w, 0.25, 20, false, &at), WATCH_LOST);
+	assert_int_equal(run(w, at + 0.25, at + 1, false, NULL), WATCH_NONE);
+	watch_vote(w, 3, at + 1);
+	assert_int_equal(run(w, at + 1.25, at + 1.5, false, NULL), WATCH_NONE);
+	watch_vote(w, 4, at + 1.5);
+	/* 3 of 5 from the tick at + 1.75, and rank 1 silent: its turn of 4 s first */
+	assert_int_equal(run(w, at + 1.75, at + 5.5, false, NULL), WATCH_NONE);
+	assert_int_equal(run(w, at + 5.75, at + 6, false, NULL), WATCH_TAKE_OVER);
+	assert_int_equal(watch_passed(w, passed), 2);
+	assert_int_equal(passed[0], 0);
+	assert_int_equal(passed[1], 1);
+	watch_free(w);
+}
+
+/* The first in line speaks (its vote): the second never takes over, and
+ * follows the first once it acts as the coordinator. */
+static void
+test_second_in_line_defers(void **state)
+{
+	struct watch *w = make(2, 5);
+	double at = 0;
+
+	(void)state;
+	assert_int_equal(run(w, 0.25, 20, false, &at), WATCH_LOST);
+	watch_vote(w, 1, at + 0.5);
+	watch_vote(w, 3, at + 1);
+	watch_vote(w, 4, at + 1);
+	assert_int_equal(run(w, at + 0.25, at + 10, false, NULL), WATCH_NONE);
+	assert_int_equal(watch_coordinator(w), -1);
+	assert_int_equal(watch_leader(w, 1, at + 10.1), WATCH_NONE);
+	assert_int_equal(watch_coordinator(w), 1);
+	/* following: no takeover, no end on its own */
+	assert_int_equal(run(w, at + 10.25, at + 60, false, NULL), WATCH_NONE);
+	watch_free(w);
+}
+
+/* A successor took over before this node lost the coordinator: it loses it
+ * now and follows; a word from the coordinator or a rank out of line is no
+ * takeover. */
+static void
+test_leader_before_loss(void **state)
+{
+	struct watch *w = make(3, 4);
+
+	(void)state;
+	assert_int_equal(run(w, 0.25, 2, true, NULL), WATCH_NONE);
+	assert_int_equal(watch_leader(w, 0, 2.1), WATCH_NONE);
+	assert_false(watch_lost(w));
+	assert_int_equal(watch_leader(w, 1, 2.2), WATCH_LOST);
+	assert_true(watch_lost(w));
+	assert_int_equal(watch_coordinator(w), 1);
+	assert_int_equal(run(w, 2.25, 60, false, NULL), WATCH_NONE);
 	watch_free(w);
 }
 
@@ -239,8 +335,11 @@ main(void)
 		cmocka_unit_test(test_short_coordinator_stall),
 		cmocka_unit_test(test_successor_takes_over_with_majority),
 		cmocka_unit_test(test_successor_alone_does_not_take_over),
-		cmocka_unit_test(test_suspects_only_count_at_successor),
-		cmocka_unit_test(test_two_nodes_never_take_over),
+		cmocka_unit_test(test_votes_count_in_line_only),
+		cmocka_unit_test(test_two_nodes_survivor_takes_over),
+		cmocka_unit_test(test_second_in_line_takes_over),
+		cmocka_unit_test(test_second_in_line_defers),
+		cmocka_unit_test(test_leader_before_loss),
 		cmocka_unit_test(test_coordinator_watches_nothing),
 		cmocka_unit_test(test_stall_rule),
 		cmocka_unit_test(test_deaf_rule),
