@@ -80,7 +80,8 @@ struct job {
 	char **early;                /* in line: results before the takeover, by rank */
 	char lost_why[512];          /* why this node lost its coordinator */
 	char *result_text;           /* this node's last RESULT, for a successor */
-	bool held;                   /* lost the coordinator, its training saves: no MPI yet */
+	bool held;                   /* lost the coordinator, its training saves: no MPI yet,
+	                              * but to a successor that took over and reached it */
 	double held_until;           /* ... at most until then */
 	bool alone;                  /* nobody took over: ends once its training has */
 	bool record;                 /* a record of this node's own is in place (jobfiles.c) */

@@ -11,8 +11,9 @@
  * peer", pml_ob1_sendreq.c), whose keeper takes the training down with
  * it.  So the training gets its checkpoint signal first, the record is
  * written, and MPI waits (the node is held) until the training ended or
- * had its grace; the record says what is tried before it is tried, and
- * what came of it after.
+ * had its grace, but for a successor that took over and so reached this
+ * node; the record says what is tried before it is tried, and what came
+ * of it after.
  */
 #include "autoconf.h"
 
@@ -297,8 +298,10 @@ takeover_send(struct job *j, enum msg_kind kind, const char *text)
 				(void)job_send(j, line[i], kind, text);
 		return 0;
 	}
-	/* heartbeats and notes: nobody to take them yet, or MPI waits */
-	if (j->held || leader < 0)
+	/* Heartbeats and notes: nobody to take them yet.  A successor that
+	 * took over reached this node, so MPI to it works even while the
+	 * training saves, and it must hear this node is alive. */
+	if (leader < 0)
 		return 0;
 	return job_send(j, leader, kind, text);
 }
