@@ -23,6 +23,7 @@ static const char usage_text[] =
 "  check   run the node health checks (alone, or on every node under mpirun)\n"
 "  report  summarise a finished job from its event log (--plot FILE.svg)\n"
 "  stage   copy datasets to this node's staging directory (data preparation)\n"
+"  nodes   the node ledger: incidents, quarantined nodes, forgiveness\n"
 "  help    show this text; `vigil COMMAND --help` shows a command's options\n"
 "\n"
 "Exit status: run: the training's own status (128+N for signal N, 126/127\n"
@@ -38,6 +39,7 @@ static const struct {
 	{ "slots", cmd_slots },
 	{ "check", cmd_check },
 	{ "stage", cmd_stage },
+	{ "nodes", cmd_nodes },
 };
 
 /*

@@ -65,6 +65,7 @@ struct job {
 	struct node *node;
 	struct prep *prep;           /* staging and hooks (prep.h), NULL without them */
 	struct coord *coord;         /* rank 0, or the successor after a takeover */
+	struct incident_job *incidents; /* coordinator: for the site's node ledger */
 	struct jobperf *perf;
 	struct usage *usage;         /* coordinator: what the trainings and boards use */
 	double usage_next;           /* coordinator: the next "usage" event */

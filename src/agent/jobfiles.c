@@ -20,6 +20,7 @@
 #include "agent/job.h"
 #include "agent/jobfiles.h"
 #include "agent/node.h"
+#include "check/incident.h"
 #include "launch/modes.h"
 #include "lib/events.h"
 #include "lib/json.h"
@@ -52,6 +53,7 @@ jobfiles_event(void *arg, const char *node, int rank, const char *kind, const ch
 	cJSON *e;
 	int rc;
 
+	incident_job_event(j->incidents, node, kind, severity, message, details);
 	if (!j->ev) {
 		cJSON_Delete(details);
 		return;
@@ -224,6 +226,7 @@ jobfiles_write(struct job *j, double now)
 
 	if (j->o->report)
 		jobfiles_report(j, now);
+	(void)incident_job_commit(j->incidents);  /* logged */
 	if (j->perf)
 		jobperf_metrics(j->perf, coord_state(j->coord), (unsigned)coord_up(j->coord),
 		                (unsigned)coord_nlost(j->coord), true, now);

@@ -52,6 +52,7 @@
 #include "agent/job.h"
 #include "agent/jobfiles.h"
 #include "agent/node.h"
+#include "check/incident.h"
 #include "agent/run.h"
 #include "agent/survey.h"
 #include "agent/takeover.h"
@@ -956,6 +957,7 @@ tear_down(struct job *j)
 	jobperf_free(j->perf);
 	usage_free(j->usage);
 	coord_free(j->coord);
+	incident_job_free(j->incidents);
 	takeover_free(j);
 	free(j->perf_tick);
 	survey_free(j);

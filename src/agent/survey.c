@@ -27,6 +27,7 @@
 #include "agent/survey.h"
 #include "check/check.h"
 #include "check/gather.h"
+#include "check/incident.h"
 #include "comm/msg.h"
 #include "comm/nudge.h"
 #include "comm/peer.h"
@@ -93,6 +94,7 @@ survey(struct job *j)
 		if (j->o->precheck) {
 			struct check_ctx ctx = {
 				.cfg = j->cfg, .slots = j->slots, .nslots = j->nslots, .all = true,
+				.node = j->name,  /* the node ledger's verdict on it */
 			};
 
 			rc = check_run(&ctx, &report);
@@ -280,6 +282,8 @@ survey_new_coord(struct job *j, int self)
 	};
 	struct coord_ops ops = { job_send, jobfiles_event, job_say, free_port, j };
 
+	if (!j->incidents)
+		j->incidents = incident_job_new(j->cfg, j->job_id);
 	return coord_new(&co, &ops, j->t0);
 }
 
@@ -329,6 +333,8 @@ plan(struct job *j, bool complete)
 
 	j->coord = survey_new_coord(j, 0);
 	rc = j->coord ? take_payloads(j, &g) : -ENOMEM;
+	if (rc == 0 && j->o->precheck)
+		incident_job_gather(j->incidents, &g);
 	if (rc == 0 && j->o->precheck && j->ev && (rc = gather_write_events(&g, j->ev)) < 0) {
 		LOG_ERR("cannot write events to %s: %s", j->o->events, strerror(-rc));
 		rc = 0;
@@ -352,6 +358,7 @@ plan(struct job *j, bool complete)
 	if (!complete)
 		j->clean = false;
 	if (!m.u.plan.go) {
+		(void)incident_job_commit(j->incidents);  /* logged */
 		if (j->o->report)
 			jobfiles_report(j, now);
 		job_leave(j, m.u.plan.exit_code, j->clean);

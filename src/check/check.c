@@ -10,6 +10,7 @@
 #include "autoconf.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@
 #include "check/check.h"
 #include "check/facts.h"
 #include "check/judge.h"
+#include "check/ledger.h"
+#include "check/lemon.h"
 #include "check/vhealth.h"
 #include "lib/util.h"
 #include "sys/hwmon.h"
@@ -554,6 +557,76 @@ check_boards(struct verdicts *vs, struct judge *j)
 	free(facts);
 }
 
+/* --- the ledger ------------------------------------------------------- */
+
+/* The verdict's facts as the result's details. */
+static void
+ledger_details(cJSON *d, const struct lemon_verdict *v, double now)
+{
+	char t[32];
+
+	cJSON_AddStringToObject(d, "state", lemon_state_name(v->state));
+	if (v->why[0])
+		cJSON_AddStringToObject(d, "why", v->why);
+	if (v->state == LEMON_QUARANTINED || v->state == LEMON_PROBATION) {
+		cJSON_AddStringToObject(d, "since", lemon_fmt_time(v->since, t, sizeof(t)));
+		cJSON_AddStringToObject(d, "until", lemon_fmt_time(v->until, t, sizeof(t)));
+		cJSON_AddBoolToObject(d, "manual", v->manual);
+	}
+	cJSON_AddNumberToObject(d, "level", v->level);
+	cJSON_AddNumberToObject(d, "incidents", v->incidents);
+	cJSON_AddNumberToObject(d, "counting", v->counting);
+	cJSON_AddStringToObject(d, "time", lemon_fmt_time(now, t, sizeof(t)));
+}
+
+/*
+ * "ledger": this node's verdict from the site's node ledger (lemon.h).
+ * A quarantined node fails, with the reason its drain shows ("vigil:
+ * quarantined: ..."); a ledger that cannot be read warns, since a file
+ * server away for a while must not fail every node.  Returns 0 or
+ * -ENOMEM.
+ */
+static int
+check_ledger(const struct check_ctx *ctx, struct check_result *r)
+{
+	const struct config_ledger *lc = &ctx->cfg->ledger;
+	double now = ctx->now > 0 ? ctx->now : util_wall_s();
+	struct ledger_records rs = { 0 };
+	struct ledger *l = NULL;
+	struct lemon_verdict v;
+	char why[400] = "", t[32];
+	const char *first = NULL;
+	int rc;
+
+	rc = ledger_open(lc->dir, false, &l, why, sizeof(why));
+	if (rc == 0)
+		rc = ledger_read_node(l, ctx->node, now - lc->retention_s, &rs, why, sizeof(why));
+	if (rc < 0 && rc != -ENOMEM) {
+		r->verdict = VERDICT_WARN;
+		snprintf(r->reason, sizeof(r->reason), "cannot read the ledger: %.200s", why);
+		rc = 0;
+	} else if (rc == 0) {
+		lemon_judge(lc, rs.v, rs.n, now, &v);
+		ledger_details(r->details, &v, now);
+		if (v.state == LEMON_QUARANTINED) {
+			r->verdict = VERDICT_FAIL;
+			snprintf(r->reason, sizeof(r->reason), "quarantined: until %s, %.200s",
+			         isinf(v.until) ? "forgiven" : lemon_fmt_time(v.until, t, sizeof(t)),
+			         v.why);
+		} else {
+			snprintf(r->reason, sizeof(r->reason), "%s%s%.200s", lemon_state_name(v.state),
+			         v.why[0] ? ": " : "", v.why);
+		}
+		if (ledger_skipped(l, &first) > 0) {
+			cJSON_AddNumberToObject(r->details, "skipped", ledger_skipped(l, NULL));
+			cJSON_AddStringToObject(r->details, "skipped_first", first);
+		}
+	}
+	ledger_records_free(&rs);
+	ledger_close(l);
+	return rc;
+}
+
 /*
  * The checks, in order.  A new one (a new source of facts with judges of
  * its own) is a row here: it renders its facts into the result's details
@@ -615,12 +688,24 @@ check_run(const struct check_ctx *ctx, struct check_report *out)
 		goto out;
 	report_driver(&facts, out->facts.driver, sizeof(out->facts.driver));
 
-	out->results = calloc(NCHECKS, sizeof(*out->results));
+	out->results = calloc(NCHECKS + 1, sizeof(*out->results));
 	if (!out->results) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < NCHECKS; i++) {
+	/* the ledger first: a quarantined node is named so, whatever else */
+	if (cfg->ledger.dir && ctx->node) {
+		struct check_result *r = &out->results[out->n++];
+
+		snprintf(r->name, sizeof(r->name), "ledger");
+		r->verdict = VERDICT_PASS;
+		r->details = cJSON_CreateObject();
+		rc = r->details ? check_ledger(ctx, r) : -ENOMEM;
+		if (rc < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < NCHECKS && (ctx->all || !check_report_first(out, VERDICT_FAIL));
+	     i++) {
 		struct check_result *r = &out->results[out->n];
 
 		snprintf(r->name, sizeof(r->name), "%s", checks[i].name);
@@ -636,8 +721,6 @@ check_run(const struct check_ctx *ctx, struct check_report *out)
 			rc = -ENOMEM;
 			goto out;
 		}
-		if (!ctx->all && r->verdict == VERDICT_FAIL)
-			break;
 	}
 	rc = 0;
 out:

@@ -6,9 +6,10 @@
  * libnuma, statvfs, getrlimit, the vendors' libraries), then each check
  * renders its part of them as details and has the judges (judge.h, shared
  * with the inspection) evaluate them against the configuration: a name, a
- * verdict, a one-line reason and details.  The checks, in order: "slots",
- * "boards" (the vendors' libraries, vhealth.h), "memory", "storage",
- * "limits", "nics".
+ * verdict, a one-line reason and details.  The checks, in order: "ledger"
+ * (the node's verdict from the site's node ledger, lemon.h, when there is
+ * one), "slots", "boards" (the vendors' libraries, vhealth.h), "memory",
+ * "storage", "limits", "nics".
  *
  * Nothing here calls MPI or hwloc: the slots come in from topo.
  */
@@ -24,7 +25,7 @@
 #include "sys/topo.h"
 
 struct check_result {
-	char name[32];        /* "slots", "boards", "memory", "storage", "limits", "nics" */
+	char name[32];        /* "ledger", "slots", "boards", "memory", "storage", "limits", "nics" */
 	enum verdict verdict;
 	char reason[256];     /* one line, no newline: "eth1 is down (operstate down)" */
 	cJSON *details;       /* owned; a JSON object with the facts, never NULL after a run */
@@ -48,11 +49,15 @@ struct check_ctx {
 	const struct slot *slots;  /* from topo_slots() */
 	size_t nslots;
 	bool all;                  /* run every check; else stop after the first failure */
+	const char *node;          /* this node's name in the site's ledger (cfg->ledger):
+	                            * its verdict first, as the check "ledger"; NULL: none */
+	double now;                /* the ledger's clock, seconds since the epoch; 0: now */
 };
 
 /*
  * Run the checks: gather the node's facts once (facts_gather()), then
- * judge them (judge.h).  Fills OUT (release with check_report_free()).  A
+ * judge them (judge.h), after the node's verdict from the ledger when
+ * ctx->node and cfg->ledger.dir are set.  Fills OUT (release with check_report_free()).  A
  * check that cannot read what it needs reports that as its verdict; only
  * an unusable sysfs root (-ENOENT, -ENOTDIR) or allocation failure makes
  * this return a negative errno.  Work that may block runs in children,

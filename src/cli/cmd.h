@@ -6,6 +6,7 @@
  *   cmd_slots.c   vigil slots
  *   cmd_report.c  vigil report
  *   cmd_stage.c   vigil stage: data staging (stage.h), alone or for vigil run
+ *   cmd_nodes.c   vigil nodes: the site's node ledger (ledger.h, lemon.h)
  *   cmd.c         usage errors, the node's name, slot discovery
  *
  * Each command takes ARGV[0] = its own name ("run") and returns the
@@ -27,6 +28,7 @@ int cmd_check(int argc, char **argv);
 int cmd_slots(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_stage(int argc, char **argv);
+int cmd_nodes(int argc, char **argv);
 
 /* "vigil CMD: MESSAGE" and the pointer to --help on stderr; returns
  * VIGIL_EXIT_USAGE. */

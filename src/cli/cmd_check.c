@@ -16,6 +16,7 @@
 #include "vigil.h"
 #include "check/check.h"
 #include "check/gather.h"
+#include "check/incident.h"
 #include "cli/cmd.h"
 #include "comm/msg.h"
 #include "comm/peer.h"
@@ -46,9 +47,11 @@ static const char check_usage[] =
 "  --all               run every check instead of stopping at the first failure\n"
 "  --json              print the full report as JSON\n"
 "  --events FILE       append the results as JSON-lines events\n"
-"  --drain             drain this node in Slurm when unhealthy\n"
+"  --drain             drain this node in Slurm when unhealthy (implies --record)\n"
 "  --undrain           resume this node in Slurm when healthy, if vigil drained it\n"
 "                      (both together: what a HealthCheckProgram wants)\n"
+"  --record            record failures in the node ledger (ledger.dir), forgive a\n"
+"                      node whose quarantine is over once every check passes\n"
 "  -v, --verbose       also show warnings and diagnostics\n";
 
 int
@@ -150,7 +153,7 @@ oom:
 struct check_opts {
 	const char *topology;
 	const char *events;
-	bool all, json, drain, undrain, verbose;
+	bool all, json, drain, undrain, record, verbose;
 };
 
 /* Returns 0, -1 after --help, or an exit status. */
@@ -164,6 +167,7 @@ check_parse(int argc, char **argv, struct check_opts *o, struct config *cfg)
 		{ "events", required_argument, NULL, 'e' },
 		{ "drain", no_argument, NULL, 'D' },
 		{ "undrain", no_argument, NULL, 'U' },
+		{ "record", no_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -182,7 +186,8 @@ check_parse(int argc, char **argv, struct check_opts *o, struct config *cfg)
 		case 'a': o->all = true; break;
 		case 'j': o->json = true; break;
 		case 'e': o->events = optarg; break;
-		case 'D': o->drain = true; break;
+		case 'D': o->drain = o->record = true; break;
+		case 'R': o->record = true; break;
 		case 'U': o->undrain = true; break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(check_usage, stdout); rc = -1; goto out;
@@ -218,7 +223,10 @@ slurm_mark(const struct check_opts *o, const struct check_report *r, const char 
 	/* Each runs scontrol twice (show, then update), 15 s at most each:
 	 * slurmd kills a HealthCheckProgram after 60 s. */
 	if (failed) {
-		if (f)
+		/* the ledger's reason reads "quarantined: ..." by itself */
+		if (f && strcmp(f->name, "ledger") == 0)
+			snprintf(reason, sizeof(reason), "%s", f->reason);
+		else if (f)
 			snprintf(reason, sizeof(reason), "%s: %s", f->name, f->reason);
 		else
 			snprintf(reason, sizeof(reason), "%s", error);
@@ -261,7 +269,7 @@ print_alone(const struct check_opts *o, const struct check_report *r, const char
 /* Discover the slots and run the checks; a failure to do either goes into ERROR. */
 static void
 check_node(const struct check_opts *o, const struct config *cfg, struct peer *p,
-           struct check_report *report, char *error, size_t errlen)
+           const char *node, struct check_report *report, char *error, size_t errlen)
 {
 	struct slot *slots = NULL;
 	size_t nslots = 0;
@@ -275,6 +283,7 @@ check_node(const struct check_opts *o, const struct config *cfg, struct peer *p,
 			.cfg = cfg, .slots = slots, .nslots = nslots,
 			/* reports, events and the coordinator name every failure */
 			.all = o->all || o->json || o->events || peer_is_mpi(p),
+			.node = node,
 		};
 
 		rc = check_run(&ctx, report);
@@ -529,7 +538,9 @@ cmd_check(int argc, char **argv)
 	}
 	loop_set_before_poll(s.loop, look, &s);
 
-	check_node(&o, &cfg, s.p, &report, error, sizeof(error));
+	check_node(&o, &cfg, s.p, node, &report, error, sizeof(error));
+	if (o.record && !error[0])
+		incident_after_check(&cfg, node, &report, true, 0);
 	slurm_mark(&o, &report, error[0] ? error : NULL);
 
 	payload = gather_payload(node, peer_rank(s.p), &report, error[0] ? error : NULL);

@@ -833,6 +833,208 @@ parse_run(struct parse *p, const struct key *k, const cJSON *v, void *base)
 #define CFG(field) .off = offsetof(struct config, field)
 #define CFG_LIST(field, count) CFG(field), .count_off = offsetof(struct config, count)
 
+/* ---- the "ledger" section -------------------------------------------- */
+
+const char *const config_ledger_kind_names[CONFIG_LEDGER_NKINDS] = {
+	[CONFIG_LEDGER_PRECHECK] = "precheck", [CONFIG_LEDGER_FAULT] = "fault",
+	[CONFIG_LEDGER_LOST] = "lost", [CONFIG_LEDGER_HANG] = "hang",
+	[CONFIG_LEDGER_STRAGGLER] = "straggler", [CONFIG_LEDGER_HEALTHCHECK] = "healthcheck",
+	[CONFIG_LEDGER_BOARD] = "board",
+};
+
+/* What a rule counts unless it says: the kinds a node's hardware causes. */
+#define LEDGER_HARDWARE_KINDS \
+	((1u << CONFIG_LEDGER_PRECHECK) | (1u << CONFIG_LEDGER_FAULT) | \
+	 (1u << CONFIG_LEDGER_LOST) | (1u << CONFIG_LEDGER_HEALTHCHECK) | \
+	 (1u << CONFIG_LEDGER_BOARD))
+
+#define DAY_S 86400.0
+
+/* Seconds as a number, or a duration as the options take it ("90m",
+ * "7d"), from k->min seconds to OPTS_DURATION_MAX (400 days): the ledger
+ * thinks in hours and days, not in the seconds of a timeout. */
+static int
+parse_ledger_duration(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	double d = -1;
+
+	if (cJSON_IsNumber(v))
+		d = v->valuedouble;
+	else if (cJSON_IsString(v) && opts_duration(v->valuestring, &d, NULL) < 0)
+		d = -1;
+	if (!(d >= (double)k->min) || d > OPTS_DURATION_MAX)
+		return type_error(p, k->min > 0 ? "a duration from 1 second to 400 days "
+		                  "(3600, \"90m\", \"7d\")" : "a duration up to 400 days (0, \"12h\", "
+		                  "\"1d\")", v);
+	*FIELD(base, k, double) = d;
+	return 0;
+}
+
+/* A non-empty list of incident kinds, into a bit set. */
+static int
+parse_ledger_kinds(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	unsigned kinds = 0;
+	const cJSON *e;
+	size_t i = 0;
+
+	if (!cJSON_IsArray(v) || !v->child)
+		return type_error(p, "a non-empty array of incident kinds", v);
+	cJSON_ArrayForEach(e, v) {
+		size_t at = push(p, NULL, i++);
+		int kind = -1;
+
+		for (int n = 0; cJSON_IsString(e) && n < CONFIG_LEDGER_NKINDS; n++)
+			if (strcmp(e->valuestring, config_ledger_kind_names[n]) == 0)
+				kind = n;
+		if (kind < 0)
+			return type_error(p, "one of \"precheck\", \"fault\", \"lost\", \"hang\", "
+			                  "\"straggler\", \"healthcheck\", \"board\"", e);
+		kinds |= 1u << kind;
+		pop(p, at);
+	}
+	*FIELD(base, k, unsigned) = kinds;
+	return 0;
+}
+
+static int
+parse_ledger_same(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	static const char *const words[] = {
+		[CONFIG_LEDGER_SAME_NONE] = "none", [CONFIG_LEDGER_SAME_CHECK] = "check",
+		[CONFIG_LEDGER_SAME_DEVICE] = "device",
+	};
+
+	for (int i = 0; cJSON_IsString(v) && i < (int)(sizeof(words) / sizeof(words[0])); i++)
+		if (strcmp(v->valuestring, words[i]) == 0) {
+			*FIELD(base, k, int) = i;
+			return 0;
+		}
+	return type_error(p, "one of \"none\", \"check\", \"device\"", v);
+}
+
+static const struct key ledger_rule_keys[] = {
+	{ .name = "count", .parse = parse_int, .off = offsetof(struct config_ledger_rule, count),
+	  .min = 1, .max = 1000, .required = true },
+	{ .name = "within", .parse = parse_ledger_duration, .min = 1,
+	  .off = offsetof(struct config_ledger_rule, within_s), .required = true },
+	{ .name = "kinds", .parse = parse_ledger_kinds,
+	  .off = offsetof(struct config_ledger_rule, kinds) },
+	{ .name = "same", .parse = parse_ledger_same, .off = offsetof(struct config_ledger_rule, same) },
+	{ .name = NULL }
+};
+
+static void
+init_ledger_rule(void *entry)
+{
+	((struct config_ledger_rule *)entry)->kinds = LEDGER_HARDWARE_KINDS;
+}
+
+static const struct list_kind ledger_rules_list = {
+	.expected = "an array of objects", .size = sizeof(struct config_ledger_rule),
+	.entry = parse_section, .init = init_ledger_rule,
+};
+
+#define LEDGER(field) CFG(ledger.field)
+
+static const struct key ledger_backoff_keys[] = {
+	{ .name = "initial", .parse = parse_ledger_duration, .min = 1, LEDGER(backoff_initial_s) },
+	{ .name = "max", .parse = parse_ledger_duration, .min = 1, LEDGER(backoff_max_s) },
+	{ .name = "reset", .parse = parse_ledger_duration, .min = 1, LEDGER(backoff_reset_s) },
+	{ .name = NULL }
+};
+
+static const struct key ledger_keys[] = {
+	{ .name = "dir", .parse = parse_path, LEDGER(dir) },
+	{ .name = "rules", .parse = parse_list, LEDGER(rules),
+	  .count_off = offsetof(struct config, ledger.nrules), .sub = ledger_rule_keys,
+	  .list = &ledger_rules_list },
+	{ .name = "backoff", .parse = parse_section, .sub = ledger_backoff_keys },
+	{ .name = "retention", .parse = parse_ledger_duration, .min = 1, LEDGER(retention_s) },
+	{ .name = "repeat", .parse = parse_ledger_duration, .min = 0, LEDGER(repeat_s) },
+	{ .name = "app_xids", .parse = parse_list, LEDGER(app_xids),
+	  .count_off = offsetof(struct config, ledger.napp_xids), .min = 0, .max = 65535,
+	  .list = &ints_list },
+	{ .name = NULL }
+};
+
+/* The section, then what its values say of each other: a rule's window
+ * must fit in what the ledger keeps, and the backoff must grow. */
+static int
+parse_ledger(struct parse *p, const struct key *k, const cJSON *v, void *base)
+{
+	const struct config_ledger *l = &((const struct config *)base)->ledger;
+	int rc = parse_section(p, k, v, base);
+
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < l->nrules; i++) {
+		if (l->rules[i].within_s <= l->retention_s)
+			continue;
+		push(p, "rules", 0);
+		push(p, NULL, i);
+		push(p, "within", 0);
+		return fail(p, -EINVAL, "%.15g s is longer than ledger.retention (%.15g s): the "
+		            "incidents it counts would have expired", l->rules[i].within_s,
+		            l->retention_s);
+	}
+	if (l->backoff_max_s < l->backoff_initial_s) {
+		push(p, "backoff", 0);
+		push(p, "max", 0);
+		return fail(p, -EINVAL, "%.15g s is shorter than ledger.backoff.initial (%.15g s)",
+		            l->backoff_max_s, l->backoff_initial_s);
+	}
+	return 0;
+}
+
+static const struct config_ledger_rule default_ledger_rules[] = {
+	{ .count = 3, .within_s = 7 * DAY_S, .kinds = LEDGER_HARDWARE_KINDS,
+	  .same = CONFIG_LEDGER_SAME_NONE },
+	{ .count = 2, .within_s = 7 * DAY_S, .kinds = 1u << CONFIG_LEDGER_BOARD,
+	  .same = CONFIG_LEDGER_SAME_DEVICE },
+};
+
+/* The XIDs NVIDIA's catalog puts on the application (a bad address, an
+ * illegal instruction, a reset by the application's own error). */
+static const int default_app_xids[] = { 13, 31, 43, 45 };
+
+static void *
+dup_or_abort(const void *src, size_t len)
+{
+	void *p = malloc(len);
+
+	/* As with sysfs_root: no configuration without its defaults. */
+	if (!p)
+		abort();
+	return memcpy(p, src, len);
+}
+
+static void
+ledger_init(struct config_ledger *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->rules = dup_or_abort(default_ledger_rules, sizeof(default_ledger_rules));
+	l->nrules = sizeof(default_ledger_rules) / sizeof(default_ledger_rules[0]);
+	l->backoff_initial_s = 3600;
+	l->backoff_max_s = 7 * DAY_S;
+	l->backoff_reset_s = 30 * DAY_S;
+	l->retention_s = 180 * DAY_S;
+	l->repeat_s = DAY_S;
+	l->app_xids = dup_or_abort(default_app_xids, sizeof(default_app_xids));
+	l->napp_xids = sizeof(default_app_xids) / sizeof(default_app_xids[0]);
+}
+
+static void
+ledger_free(struct config_ledger *l)
+{
+	free(l->dir);
+	free(l->rules);
+	free(l->app_xids);
+	memset(l, 0, sizeof(*l));
+}
+
+/* ---- "check" and the top level ------------------------------------------ */
+
 static const struct key driver_version_keys[] = {
 	{ .name = "nvidia", .parse = parse_version, CFG(driver_version[0]) },
 	{ .name = "amd", .parse = parse_version, CFG(driver_version[1]) },
@@ -934,6 +1136,7 @@ static const struct key top_keys[] = {
 	{ .name = "run", .parse = parse_run },
 	{ .name = "hooks", .parse = parse_list, CFG_LIST(hooks, nhooks), .sub = hook_keys,
 	  .list = &hooks_list },
+	{ .name = "ledger", .parse = parse_ledger, .sub = ledger_keys },
 	{ .name = NULL }
 };
 
@@ -1340,6 +1543,7 @@ config_init(struct config *cfg)
 	cfg->check_timeout_s = 10;
 	cfg->gather_timeout_s = 60;
 	boards_init(&cfg->boards);
+	ledger_init(&cfg->ledger);
 }
 
 int
@@ -1375,5 +1579,6 @@ config_free(struct config *cfg)
 	free_entries(&hooks_list, cfg->hooks, cfg->nhooks);
 	free(cfg->origin);
 	config_boards_free(&cfg->boards);
+	ledger_free(&cfg->ledger);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -97,6 +97,57 @@ struct config_boards {
 	enum verdict health;                /* CNDev health state not good; FAIL */
 };
 
+/*
+ * "ledger": the site's node ledger (check/ledger.h), a directory where
+ * jobs and health checks record incidents against nodes, and the rules
+ * (check/lemon.h) that quarantine a node that keeps failing.
+ */
+enum config_ledger_kind {
+	CONFIG_LEDGER_PRECHECK,     /* a job's pre-check failed on the node */
+	CONFIG_LEDGER_FAULT,        /* the inspection found a fault while a job ran */
+	CONFIG_LEDGER_LOST,         /* the node was lost (no heartbeat) */
+	CONFIG_LEDGER_HANG,         /* the node was named as a hung training's odd one out */
+	CONFIG_LEDGER_STRAGGLER,    /* a straggler alert named the node */
+	CONFIG_LEDGER_HEALTHCHECK,  /* `vigil check` (HealthCheckProgram) failed */
+	CONFIG_LEDGER_BOARD,        /* a board's fault: XID, ECC, fallen off the bus, ... */
+};
+#define CONFIG_LEDGER_NKINDS 7
+
+/* "precheck", "fault", "lost", "hang", "straggler", "healthcheck", "board". */
+extern const char *const config_ledger_kind_names[CONFIG_LEDGER_NKINDS];
+
+/* What the incidents of one rule must have in common. */
+enum config_ledger_same {
+	CONFIG_LEDGER_SAME_NONE,    /* nothing */
+	CONFIG_LEDGER_SAME_CHECK,   /* the check ("nic", "xid", "storage") */
+	CONFIG_LEDGER_SAME_DEVICE,  /* the device: the same board or NIC */
+};
+
+/* COUNT incidents of KINDS within WITHIN_S make a node a lemon. */
+struct config_ledger_rule {
+	int count;
+	double within_s;
+	unsigned kinds;            /* bits 1 << enum config_ledger_kind */
+	int same;                  /* enum config_ledger_same */
+};
+
+struct config_ledger {
+	char *dir;                 /* absolute path; NULL: no ledger (the default) */
+	struct config_ledger_rule *rules;  /* default: 3 hardware incidents in 7 days,
+	                                    * or 2 of the same board in 7 days */
+	size_t nrules;
+	double backoff_initial_s;  /* the first quarantine; default 1 h */
+	double backoff_max_s;      /* each next one doubles, up to this; default 7 d */
+	double backoff_reset_s;    /* this long after a quarantine ended, the next
+	                            * starts at backoff_initial_s again; default 30 d */
+	double retention_s;        /* incidents older than this expire; default 180 d */
+	double repeat_s;           /* a health check failure that lasts is recorded
+	                            * again after this; default 1 d */
+	int *app_xids;             /* XIDs the application causes: never counted
+	                            * against a node (default 13, 31, 43, 45) */
+	size_t napp_xids;
+};
+
 struct config {
 	/* where sysfs and procfs are read from: "<root>/sys", "<root>/proc" */
 	char *sysfs_root;          /* default "/" */
@@ -155,6 +206,9 @@ struct config {
 	 * (vigil run --ckpt-dir) keeps while training runs, watched by the
 	 * inspection */
 	long long ckpt_min_free_mb;
+
+	/* "ledger": the node ledger and its rules */
+	struct config_ledger ledger;
 };
 
 /* Fill with defaults.  Never fails. */

@@ -718,7 +718,7 @@ test_same_words(void **state)
 {
 	struct fix *f = *state;
 	struct check_report rep;
-	struct check_ctx ctx = { &f->cfg, f->slots, 2, true };
+	struct check_ctx ctx = { .cfg = &f->cfg, .slots = f->slots, .nslots = 2, .all = true };
 
 	f->cfg.driver_required = false;  /* this tree binds no driver */
 	start(f);

@@ -207,7 +207,7 @@ static const struct bad bad_cases[] = {
 	  "cfg.json: check.nics.spee: unknown key (valid: required, min_speed_mbps, "
 	  "ib_devices, ib_min_rate_gbps)", NULL },
 	{ "{\"chekc\": {}}",
-	  "cfg.json: chekc: unknown key (valid: sysfs_root, check, run, hooks)", NULL },
+	  "cfg.json: chekc: unknown key (valid: sysfs_root, check, run, hooks, ledger)", NULL },
 	/* the lifecycle hooks */
 	{ "{\"hooks\": {}}", "cfg.json: hooks: expected an array of objects, got an object", NULL },
 	{ "{\"hooks\": [{\"command\": \"true\"}]}",
@@ -339,6 +339,39 @@ static const struct bad bad_cases[] = {
 	  "cfg.json: run.grace: 300 s is above run.limits.grace (60 s)", NULL },
 	{ "{\"run\": {\"limits\": {\"max_resumes\": 3}, \"max_resumes\": 4}}",
 	  "cfg.json: run.max_resumes: 4 is above run.limits.max_resumes (3)", NULL },
+	/* the node ledger */
+	{ "{\"ledger\": {\"dir\": \"spool\"}}",
+	  "cfg.json: ledger.dir: expected an absolute path, got \"spool\"", NULL },
+	{ "{\"ledger\": {\"rules\": [{\"within\": \"1d\"}]}}",
+	  "cfg.json: ledger.rules[0].count: missing (required in every entry)", NULL },
+	{ "{\"ledger\": {\"rules\": [{\"count\": 0, \"within\": \"1d\"}]}}",
+	  "cfg.json: ledger.rules[0].count: expected a positive integer, got 0", NULL },
+	{ "{\"ledger\": {\"rules\": [{\"count\": 2, \"within\": \"1w\"}]}}",
+	  NULL, "cfg.json: ledger.rules[0].within: expected a duration from 1 second" },
+	{ "{\"ledger\": {\"rules\": [{\"count\": 2, \"within\": 60, \"kinds\": []}]}}",
+	  "cfg.json: ledger.rules[0].kinds: expected a non-empty array of incident kinds, got an "
+	  "array", NULL },
+	{ "{\"ledger\": {\"rules\": [{\"count\": 2, \"within\": 60, \"kinds\": [\"fault\", "
+	  "\"xid\"]}]}}", NULL,
+	  "cfg.json: ledger.rules[0].kinds[1]: expected one of \"precheck\", \"fault\"" },
+	{ "{\"ledger\": {\"rules\": [{\"count\": 2, \"within\": 60, \"same\": \"board\"}]}}",
+	  "cfg.json: ledger.rules[0].same: expected one of \"none\", \"check\", \"device\", got "
+	  "\"board\"", NULL },
+	{ "{\"ledger\": {\"rules\": [{\"count\": 2, \"within\": \"30d\"}], \"retention\": "
+	  "\"7d\"}}", "cfg.json: ledger.rules[0].within: 2592000 s is longer than ledger.retention "
+	  "(604800 s): the incidents it counts would have expired", NULL },
+	{ "{\"ledger\": {\"backoff\": {\"initial\": \"2h\", \"max\": \"1h\"}}}",
+	  "cfg.json: ledger.backoff.max: 3600 s is shorter than ledger.backoff.initial (7200 s)",
+	  NULL },
+	{ "{\"ledger\": {\"backoff\": {\"initial\": 0}}}", NULL,
+	  "cfg.json: ledger.backoff.initial: expected a duration from 1 second" },
+	{ "{\"ledger\": {\"repeat\": \"500d\"}}", NULL,
+	  "cfg.json: ledger.repeat: expected a duration up to 400 days" },
+	{ "{\"ledger\": {\"app_xids\": [13, -1]}}",
+	  "cfg.json: ledger.app_xids[1]: expected a non-negative integer, got -1", NULL },
+	{ "{\"ledger\": {\"dirr\": \"/x\"}}",
+	  "cfg.json: ledger.dirr: unknown key (valid: dir, rules, backoff, retention, repeat, "
+	  "app_xids)", NULL },
 };
 
 static void
@@ -372,7 +405,7 @@ test_error_message_one_line(void **state)
 
 	/* user text in the message (a key with a newline) stays on one line */
 	assert_int_equal(load(f, "{\"a\\nb\": 1}"), -EINVAL);
-	assert_string_equal(f->err, "cfg.json: a?b: unknown key (valid: sysfs_root, check, run, hooks)");
+	assert_string_equal(f->err, "cfg.json: a?b: unknown key (valid: sysfs_root, check, run, hooks, ledger)");
 	/* a NUL byte is not JSON text */
 	assert_int_equal(config_load_buffer(&f->cfg, "{\n \0}", 5, "cfg.json", f->err,
 	                                    sizeof(f->err)), -EINVAL);
@@ -489,6 +522,54 @@ test_overlay(void **state)
 
 /* The "run" section as the site writes it: kept as given, checked once. */
 /* The lifecycle hooks, in order, with their defaults. */
+/* The node ledger: off by default, with the default rules; a file's
+ * rules replace them. */
+static void
+test_ledger_section(void **state)
+{
+	struct fixture *f = *state;
+	const struct config_ledger *l = &f->cfg.ledger;
+
+	assert_null(l->dir);
+	assert_int_equal(l->nrules, 2);
+	assert_int_equal(l->rules[0].count, 3);
+	assert_true(l->rules[0].within_s == 7 * 86400);
+	assert_int_equal(l->rules[0].kinds, (1u << CONFIG_LEDGER_PRECHECK) |
+	                 (1u << CONFIG_LEDGER_FAULT) | (1u << CONFIG_LEDGER_LOST) |
+	                 (1u << CONFIG_LEDGER_HEALTHCHECK) | (1u << CONFIG_LEDGER_BOARD));
+	assert_int_equal(l->rules[1].count, 2);
+	assert_int_equal(l->rules[1].kinds, 1u << CONFIG_LEDGER_BOARD);
+	assert_int_equal(l->rules[1].same, CONFIG_LEDGER_SAME_DEVICE);
+	assert_true(l->backoff_initial_s == 3600 && l->backoff_max_s == 7 * 86400);
+	assert_true(l->backoff_reset_s == 30 * 86400 && l->retention_s == 180 * 86400);
+	assert_true(l->repeat_s == 86400);
+	assert_int_equal(l->napp_xids, 4);
+	assert_int_equal(l->app_xids[0], 13);
+	assert_int_equal(load(f, "{\"ledger\": {\"dir\": \"/shared/ledger\", \"rules\": ["
+	                      "{\"count\": 4, \"within\": \"2d\", \"kinds\": [\"straggler\"], "
+	                      "\"same\": \"check\"}], \"backoff\": {\"initial\": \"10s\", "
+	                      "\"max\": 3600, \"reset\": \"1d\"}, \"retention\": \"400d\", "
+	                      "\"repeat\": 0, \"app_xids\": []}}"), 0);
+	assert_string_equal(l->dir, "/shared/ledger");
+	assert_int_equal(l->nrules, 1);
+	assert_int_equal(l->rules[0].count, 4);
+	assert_true(l->rules[0].within_s == 2 * 86400);
+	assert_int_equal(l->rules[0].kinds, 1u << CONFIG_LEDGER_STRAGGLER);
+	assert_int_equal(l->rules[0].same, CONFIG_LEDGER_SAME_CHECK);
+	assert_true(l->backoff_initial_s == 10 && l->backoff_max_s == 3600);
+	assert_true(l->backoff_reset_s == 86400 && l->retention_s == 400 * 86400);
+	assert_true(l->repeat_s == 0);
+	assert_int_equal(l->napp_xids, 0);
+	/* a rule without kinds counts the hardware kinds */
+	assert_int_equal(load(f, "{\"ledger\": {\"rules\": [{\"count\": 1, \"within\": 60}]}}"),
+	                 0);
+	assert_int_equal(l->rules[0].kinds & (1u << CONFIG_LEDGER_STRAGGLER), 0);
+	assert_int_not_equal(l->rules[0].kinds & (1u << CONFIG_LEDGER_LOST), 0);
+	assert_int_equal(load(f, "{\"ledger\": {\"rules\": []}}"), 0);
+	assert_int_equal(l->nrules, 0);
+	assert_string_equal(config_ledger_kind_names[CONFIG_LEDGER_HEALTHCHECK], "healthcheck");
+}
+
 static void
 test_hooks_section(void **state)
 {
@@ -722,6 +803,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_overlay, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_run_section, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hooks_section, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ledger_section, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_regular, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_roots, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nested_too_deeply, setup, teardown),
