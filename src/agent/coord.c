@@ -149,6 +149,8 @@ clear_result(struct coord *c, struct cnode *n)
 	n->error = NULL;
 	free(n->ckpt_why);
 	n->ckpt_why = NULL;
+	free(n->hint);
+	n->hint = NULL;
 	n->ckpt = n->ckpt_confirmed = false;
 	n->reported = n->lost;
 	n->have_result = false;
@@ -345,6 +347,7 @@ coord_free(struct coord *c)
 		free(c->nodes[r].addr);
 		free(c->nodes[r].error);
 		free(c->nodes[r].ckpt_why);
+		free(c->nodes[r].hint);
 		free_tail(&c->nodes[r]);
 	}
 	free(c->nodes);
@@ -761,6 +764,8 @@ record_result(struct coord *c, struct cnode *n, const struct msg_result *r)
 	n->ckpt_confirmed = r->ckpt_confirmed;
 	free(n->ckpt_why);
 	n->ckpt_why = r->ckpt && r->ckpt_why ? strdup(r->ckpt_why) : NULL;
+	free(n->hint);
+	n->hint = r->hint ? strdup(r->hint) : NULL;  /* none is fine: a hint */
 	if ((r->exit_code || r->error) && r->ntail > 0 && c->ntails < TAILS_KEPT) {
 		n->tail = calloc((size_t)r->ntail, sizeof(*n->tail));
 		for (int i = 0; n->tail && i < r->ntail; i++)

@@ -33,6 +33,7 @@ struct cnode {
 	char *error;         /* could not start: why */
 	bool ckpt, ckpt_confirmed;  /* the checkpoint signal was sent; a save was seen */
 	char *ckpt_why;
+	char *hint;          /* a fix vigil knows for its training's failure; NULL */
 	char **tail;         /* last stderr lines, kept for failures only */
 	int ntail;
 	double output_lost;  /* bytes of its training's output it could not pass on */

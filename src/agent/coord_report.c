@@ -62,10 +62,11 @@ final_line(const struct coord *c, const char *state, int code, double now, char 
 	} else if (c->first_fail >= 0) {
 		const struct cnode *n = &c->nodes[c->first_fail];
 
-		snprintf(msg, len, "job %s: %s (rank %d) %s %d after %.1f s%s", state, n->host,
+		snprintf(msg, len, "job %s: %s (rank %d) %s %d after %.1f s%s%s%.400s", state, n->host,
 		         c->first_fail, n->error ? "could not start the training, status" :
 		         "ended first, with status", code, n->seconds,
-		         c->restarts ? " (no restarts left)" : "");
+		         c->restarts ? " (no restarts left)" : "", n->hint ? "; " : "",
+		         n->hint ? n->hint : "");
 	} else {
 		int m = coord_members(c);
 		char out[400];

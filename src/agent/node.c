@@ -260,9 +260,10 @@ judge_checkpoint(struct node *n, bool exited)
 /*
  * The last lines of stderr (up to TAIL_LINES, each cut to TAIL_LINE_MAX
  * bytes) into LINES, from the ring of its last bytes; returns how many.
+ * *HINT: mode_failure_hint() of the whole ring, or NULL.
  */
 static int
-tail_lines(const struct node *n, char lines[TAIL_LINES][TAIL_LINE_MAX + 1])
+tail_lines(const struct node *n, char lines[TAIL_LINES][TAIL_LINE_MAX + 1], const char **hint)
 {
 	static char flat[TAIL_BYTES];
 	size_t len = n->tailed < TAIL_BYTES ? (size_t)n->tailed : TAIL_BYTES;
@@ -276,6 +277,8 @@ tail_lines(const struct node *n, char lines[TAIL_LINES][TAIL_LINE_MAX + 1])
 	} else {
 		memcpy(flat, n->tail, len);
 	}
+	/* what vigil knows of such a failure, from more than the lines sent */
+	*hint = mode_failure_hint(n->ro->mode, flat, len);
 	end = len > 0 && flat[len - 1] == '\n' ? len - 1 : len;
 	while (count < TAIL_LINES && len > 0) {
 		const char *nl = end > 0 ? memrchr(flat, '\n', end) : NULL;
@@ -317,7 +320,7 @@ send_result(struct node *n, bool idle)
 	static char lines[TAIL_LINES][TAIL_LINE_MAX + 1];
 	struct msg m = { .kind = MSG_RESULT };
 	struct msg_result *r = &m.u.result;
-	const char *tail[TAIL_LINES];
+	const char *tail[TAIL_LINES], *hint;
 	bool exited = n->phase == PH_DRAINING;
 
 	if (!step(n, &n->phase, EV_RESULT))
@@ -345,7 +348,9 @@ send_result(struct node *n, bool idle)
 		r->ckpt_confirmed = n->confirmed;
 		r->ckpt_why = n->confirm_why;
 	}
-	r->ntail = tail_lines(n, lines);
+	r->ntail = tail_lines(n, lines, &hint);
+	if (r->exit_code != 0)
+		r->hint = hint;
 	for (int i = 0; i < r->ntail; i++)
 		tail[i] = lines[i];
 	r->tail = tail;
@@ -936,6 +941,8 @@ build_launch(struct node *n, char *err, size_t errlen)
 	mp.envp = environ;
 	mp.slot_vendors = n->slot_vendors;
 	mp.torch_launcher = n->ro->torch_launcher;
+	mp.workdir = n->ro->workdir;
+	mp.grace_s = n->ro->grace_s;
 	rc = mode_build(&mp, &n->launch, err, errlen);
 	if (rc == 0 && n->launch.warning && n->o.rank == 0 && !n->said_warning) {
 		LOG_WARN("%s", n->launch.warning);

@@ -365,9 +365,16 @@ plan(struct job *j, bool complete)
 		return;
 	}
 	if (!j->o->dry_run) {
-		log_say("vigil: %s training on %d node%s, master %s:%d: %s\n", mode_name(j->o->mode),
-		        m.u.plan.nmembers, j->size == 1 ? "" : "s", m.u.plan.master_addr,
-		        m.u.plan.master_port, j->o->cmd[0]);
+		/* which torch launcher, and why, where vigil chooses one */
+		struct mode_plan tp = { .mode = j->o->mode, .argv = j->o->cmd,
+		                        .torch_launcher = j->o->torch_launcher, .workdir = j->o->workdir };
+		char why[512];
+		bool torch = mode_torch_explain(&tp, why, sizeof(why));
+
+		log_say("vigil: %s training on %d node%s, master %s:%d: %s%s%s%s\n",
+		        mode_name(j->o->mode), m.u.plan.nmembers, j->size == 1 ? "" : "s",
+		        m.u.plan.master_addr, m.u.plan.master_port, j->o->cmd[0],
+		        torch ? " (" : "", torch ? why : "", torch ? ")" : "");
 		jobfiles_event(j, j->name, 0, VIGIL_EVENT_LAUNCH, VIGIL_SEVERITY_INFO,
 		          "starting the training", NULL);
 	}
@@ -387,6 +394,13 @@ take_plan(struct job *j, const struct msg_plan *p)
 {
 	if (!p->finalize)
 		j->clean = false;
+	/* One id for the job on every node: the coordinator's (its process
+	 * id outside Slurm), for the hooks from now on and a successor. */
+	if (p->job && *p->job) {
+		snprintf(j->job_id, sizeof(j->job_id), "%s", p->job);
+		if (prep_set_job_id(j->prep, j->job_id) < 0)
+			LOG_WARN("out of memory: this node's hooks keep their own job id");
+	}
 	if (!p->go) {
 		job_leave(j, p->exit_code, j->clean);
 		return;

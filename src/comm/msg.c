@@ -8,7 +8,7 @@
  *            or a header {"go": true, "job", "finalize", "nudge"?, "bcast": LEN}: the
  *            plan follows as a broadcast of LEN bytes
  *   result   {"node", "attempt", "idle", "seconds", "exit_code", "signal"?,
- *             "agent_signal"?, "error"?, "checkpoint"?: {"confirmed", "why"},
+ *             "agent_signal"?, "error"?, "checkpoint"?: {"confirmed", "why"}, "hint"?,
  *             "stderr_tail": [lines], "output_lost"?}
  *   command  {"command": "stop"|"checkpoint"|"restart"|"perf", "reason"?,
  *             "attempt"?, "master_addr"?, "master_port"?, "members"?: [r]}
@@ -18,7 +18,7 @@
  *   suspect  {"node", "coordinator", "silent"}
  *   prep     {"node", "step", "ok", "error"?, "copied_bytes", "copied_files",
  *             "copy_bytes", "copy_files", "data_bytes", "data_files", "seconds"}
- *            or, from the coordinator, {"go"}
+ *            or, from the coordinator, {"go", "job"?}
  *   heartbeat {}
  */
 #include "autoconf.h"
@@ -170,6 +170,7 @@ encode_result(cJSON *o, const struct msg_result *r, bool *ok)
 	if (r->agent_signal)
 		put_num(o, "agent_signal", r->agent_signal, ok);
 	put_str(o, "error", r->error, ok);
+	put_str(o, "hint", r->hint, ok);
 	if (r->ckpt) {
 		cJSON *ck = cJSON_AddObjectToObject(o, "checkpoint");
 
@@ -254,6 +255,7 @@ encode_prep(cJSON *o, const struct msg_prep *p, bool *ok)
 {
 	if (!p->node) {
 		put_bool(o, "go", p->go, ok);
+		put_str(o, "job", p->job, ok);
 		return;
 	}
 	put_str(o, "node", p->node, ok);
@@ -466,7 +468,8 @@ decode_result(const cJSON *o, struct msg_result *r)
 	    (rc = get_int(o, "exit_code", 0, STATUS_MAX, true, &r->exit_code)) < 0 ||
 	    (rc = get_int(o, "signal", 0, NSIG - 1, false, &r->signal)) < 0 ||
 	    (rc = get_int(o, "agent_signal", 0, NSIG - 1, false, &r->agent_signal)) < 0 ||
-	    (rc = get_strdup(o, "error", false, &r->error)) < 0)
+	    (rc = get_strdup(o, "error", false, &r->error)) < 0 ||
+	    (rc = get_strdup(o, "hint", false, &r->hint)) < 0)
 		return rc;
 	if (json_get_num(o, "seconds", 0, SECONDS_MAX, &secs) < 0)
 		return -EINVAL;
@@ -597,8 +600,11 @@ decode_prep(const cJSON *o, struct msg_prep *p)
 	const char *step;
 	int rc;
 
-	if (!cJSON_GetObjectItemCaseSensitive(o, "node"))
-		return get_bool(o, "go", true, &p->go);
+	if (!cJSON_GetObjectItemCaseSensitive(o, "node")) {
+		if ((rc = get_bool(o, "go", true, &p->go)) < 0)
+			return rc;
+		return get_strdup(o, "job", false, &p->job);
+	}
 	if ((rc = get_strdup(o, "node", true, &p->node)) < 0 ||
 	    (rc = get_bool(o, "ok", true, &p->ok)) < 0 ||
 	    (rc = get_strdup(o, "error", false, &p->error)) < 0)
@@ -687,6 +693,7 @@ msg_clear(struct msg *m)
 		xfree(m->u.result.node);
 		xfree(m->u.result.error);
 		xfree(m->u.result.ckpt_why);
+		xfree(m->u.result.hint);
 		free_strv(m->u.result.tail, m->u.result.ntail);
 		break;
 	case MSG_COMMAND:
@@ -709,6 +716,7 @@ msg_clear(struct msg *m)
 		xfree(m->u.prep.node);
 		xfree(m->u.prep.step);
 		xfree(m->u.prep.error);
+		xfree(m->u.prep.job);
 		break;
 	case MSG_HEARTBEAT:
 		break;

@@ -88,6 +88,8 @@ struct msg_result {
 	bool ckpt;               /* the checkpoint signal was sent in this attempt */
 	bool ckpt_confirmed;     /* ... and the training gave the evidence of a save */
 	const char *ckpt_why;    /* the verdict's reason (ckpt.h); NULL without ckpt */
+	const char *hint;        /* a fix vigil knows for how the training failed
+	                          * (mode_failure_hint()); NULL */
 	const char **tail;       /* the training's last stderr lines, oldest first */
 	int ntail;
 	double output_lost;      /* bytes of the training's output this node could not pass
@@ -157,6 +159,7 @@ struct msg_prep {
 	double data_bytes, data_files;       /* the datasets' whole size */
 	double seconds;          /* the staging's time so far */
 	bool go;                 /* coordinator -> node: start the gather */
+	const char *job;         /* coordinator -> node: the job's id (VIGIL_JOB_ID); NULL */
 };
 
 struct msg {

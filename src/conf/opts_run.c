@@ -38,7 +38,8 @@ static const struct opts_word action_words[] = {
 	{ "alert", 0 }, { "reschedule", 1 }, { NULL, 0 },
 };
 static const struct opts_word torch_words[] = {
-	{ "launch", MODE_TORCH_LAUNCH }, { "run", MODE_TORCH_RUN }, { NULL, 0 },
+	{ "auto", MODE_TORCH_AUTO }, { "launch", MODE_TORCH_LAUNCH }, { "run", MODE_TORCH_RUN },
+	{ NULL, 0 },
 };
 static const struct opts_word precheck_words[] = {
 	{ "fail", VERDICT_FAIL }, { "warn", VERDICT_WARN }, { "off", -1 }, { NULL, 0 },
@@ -72,9 +73,10 @@ const struct opts_run opts_run_table[] = {
 	{ .name = "ps", .kind = OPTS_COUNT, FIELD(ps), .min = 0, .max = 4096, .def = "0",
 	  .arg = "N", .help = "tensorflow: N parameter servers, 0 for AllReduce" },
 	{ .name = "torch-launcher", .kind = OPTS_WORD, FIELD(torch_launcher), .words = torch_words,
-	  .flags = OPTS_SITE, .def = "launch",
-	  .arg = "L", .help = "pytorch: launch (torch.distributed.launch, passes --local_rank) "
-	  "or run (torch.distributed.run: LOCAL_RANK only)" },
+	  .flags = OPTS_SITE, .def = "auto",
+	  .arg = "L", .help = "pytorch: launch (torch.distributed.launch, passes --local_rank), "
+	  "run (torch.distributed.run: LOCAL_RANK only), or auto: launch when the script "
+	  "declares a --local_rank option, else run" },
 	{ .name = "tf-port", .kind = OPTS_COUNT, FIELD(tf_port), .min = 1, .max = 65535,
 	  .flags = OPTS_SITE, .def = "2222",
 	  .arg = "PORT", .help = "tensorflow: each task's port" },

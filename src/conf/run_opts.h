@@ -72,8 +72,8 @@ struct run_opts {
 	double perf_interval_s;/* reduction cadence; default 1 */
 
 	/* launch modes (modes.h, ckpt.h) */
-	enum mode_torch torch_launcher; /* --torch-launcher launch|run; default (0)
-	                                 * MODE_TORCH_LAUNCH, the manual's */
+	enum mode_torch torch_launcher; /* --torch-launcher auto|launch|run; default (0)
+	                                 * MODE_TORCH_AUTO: as the script declares */
 	const char *ckpt_confirm;       /* --ckpt-confirm file:PATH|output:REGEX; NULL:
 	                                 * exit status 0 after the signal is the save */
 

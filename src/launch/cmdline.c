@@ -711,3 +711,268 @@ cmdline_check(int argc, char *const argv[], char ***out, char *err, size_t errle
 	*out = w.v;
 	return 0;
 }
+
+/* ---- what a command runs ------------------------------------------------------- */
+
+/* A command that runs the rest of its words as a command. */
+struct wrapper {
+	const char *name;
+	const char *argopts;    /* short options that take a value */
+	const char *lookopts;   /* short options with which it runs nothing */
+	int operands;           /* words before the command (timeout's DURATION) */
+	bool assignments;       /* NAME=VALUE words before the command (env) */
+};
+
+static const struct wrapper wrappers[] = {
+	{ "env", "uSC", "", 0, true },
+	{ "exec", "a", "", 0, false },
+	{ "command", "", "vV", 0, false },
+	{ "nohup", "", "", 0, false },
+	{ "time", "fo", "", 0, false },
+	{ "nice", "n", "", 0, false },
+	{ "timeout", "sk", "", 1, false },
+	{ "stdbuf", "ioe", "", 0, false },
+	{ "setsid", "", "", 0, false },
+};
+
+static const char *
+base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+static bool
+word_in(const char *w, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(w, list[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Past wrapper WR's options and operands, from W[I]; N when what follows
+ * runs nothing (command -v). */
+static size_t
+past_wrapper(char *const *w, size_t n, size_t i, const struct wrapper *wr)
+{
+	while (i < n && w[i][0] == '-' && w[i][1]) {
+		const char *o = w[i++];
+
+		if (strcmp(o, "--") == 0)
+			break;
+		if (o[1] == '-')
+			continue;       /* a long option: its value joined with '=' */
+		for (size_t j = 1; o[j]; j++) {
+			if (strchr(wr->lookopts, o[j]))
+				return n;
+			if (strchr(wr->argopts, o[j])) {
+				if (!o[j + 1] && i < n)
+					i++;    /* its value is the next word */
+				break;
+			}
+		}
+	}
+	for (int k = 0; k < wr->operands && i < n; k++)
+		i++;
+	while (wr->assignments && i < n && assignment_len(w[i]))
+		i++;
+	return i;
+}
+
+size_t
+cmdline_command_index(char *const *w, size_t n, bool script)
+{
+	/* reserved words after which a command follows, and those that open
+	 * a construct whose next words are no command (for NAME in WORDS) */
+	static const char *const before[] = {
+		"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done",
+		"while", "until", "esac",
+	};
+	static const char *const none[] = { "for", "case", "select", "function", "coproc", "in" };
+	size_t i = 0;
+
+	while (i < n) {
+		const struct wrapper *wr = NULL;
+
+		if (script && (assignment_len(w[i]) ||
+		               word_in(w[i], before, sizeof(before) / sizeof(before[0])))) {
+			i++;
+			continue;
+		}
+		if (script && word_in(w[i], none, sizeof(none) / sizeof(none[0])))
+			return n;
+		for (size_t k = 0; k < sizeof(wrappers) / sizeof(wrappers[0]) && !wr; k++)
+			if (strcmp(base_name(w[i]), wrappers[k].name) == 0)
+				wr = &wrappers[k];
+		if (!wr)
+			return i;
+		i = past_wrapper(w, n, i + 1, wr);
+	}
+	return n;
+}
+
+/* A POSIX-like shell that takes a script with -c. */
+static bool
+is_shell(const char *word)
+{
+	static const char *const shells[] = { "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash" };
+
+	return word_in(base_name(word), shells, sizeof(shells) / sizeof(shells[0]));
+}
+
+size_t
+cmdline_shell_script(char *const *argv, size_t *shell)
+{
+	bool c = false;
+	size_t n = 0, sh, i;
+
+	while (argv && argv[n])
+		n++;
+	sh = cmdline_command_index(argv, n, false);
+	if (sh >= n || !is_shell(argv[sh]))
+		return 0;
+	for (i = sh + 1; i < n; i++) {
+		const char *w = argv[i];
+
+		if (strcmp(w, "-") == 0 || strcmp(w, "--") == 0) {
+			i++;            /* the end of the options */
+			break;
+		}
+		if ((w[0] != '-' && w[0] != '+') || !w[1])
+			break;
+		if (w[1] == '-') {
+			/* bash's long options; two take the next word */
+			if ((strcmp(w, "--rcfile") == 0 || strcmp(w, "--init-file") == 0) && i + 1 < n)
+				i++;
+			continue;
+		}
+		for (size_t j = 1; w[j]; j++) {
+			if (w[j] == 'c' && w[0] == '-')
+				c = true;
+			if ((w[j] == 'o' || w[j] == 'O') && i + 1 < n) {
+				i++;    /* -o pipefail, -O extglob */
+				break;
+			}
+		}
+	}
+	if (!c || i >= n)
+		return 0;
+	if (shell)
+		*shell = sh;
+	return i;
+}
+
+#define SCRIPT_WORDS 32         /* of a simple command: the command word comes early */
+#define SCRIPT_WORD_MAX 256
+
+/* Shell text read word by word, each simple command's first words kept. */
+struct script_reader {
+	char w[SCRIPT_WORDS][SCRIPT_WORD_MAX];
+	char *v[SCRIPT_WORDS + 1];
+	size_t n, len;
+	bool in_word;
+	bool (*fn)(const char *word);
+	bool commands;          /* FN sees command words only, else every word */
+};
+
+static void
+reader_put(struct script_reader *r, char c)
+{
+	size_t at = r->commands ? r->n : 0;
+
+	r->in_word = true;
+	if (at < SCRIPT_WORDS && r->len < SCRIPT_WORD_MAX - 1)
+		r->w[at][r->len++] = c;
+}
+
+/* The end of a word; true when FN took it (every word). */
+static bool
+reader_word(struct script_reader *r)
+{
+	bool hit = false;
+
+	if (!r->in_word)
+		return false;
+	if (!r->commands) {
+		r->w[0][r->len] = '\0';  /* every word in turn, none kept */
+		hit = r->fn(r->w[0]);
+	} else if (r->n < SCRIPT_WORDS) {
+		r->w[r->n][r->len] = '\0';
+		r->v[r->n] = r->w[r->n];
+		r->n++;
+	}
+	r->len = 0;
+	r->in_word = false;
+	return hit;
+}
+
+/* The end of a simple command; true when FN took its command word. */
+static bool
+reader_command(struct script_reader *r)
+{
+	size_t n = r->n, i;
+
+	r->n = 0;
+	if (!r->commands)
+		return false;
+	r->v[n] = NULL;
+	i = cmdline_command_index(r->v, n, true);
+	return i < n && r->fn(r->v[i]);
+}
+
+static bool
+read_script(const char *script, struct script_reader *r)
+{
+	char quote = 0;
+
+	for (const char *s = script;; s++) {
+		char ch = *s;
+
+		if (ch && quote) {
+			if (ch == quote)
+				quote = 0;
+			else if (quote == '"' && ch == '\\' && s[1] && strchr("$`\"\\", s[1]))
+				reader_put(r, *++s);
+			else
+				reader_put(r, ch);
+			continue;
+		}
+		if (!ch || strchr(" \t;&|()`\n", ch)) {
+			bool blank = ch == ' ' || ch == '\t';
+
+			if (reader_word(r) || (!blank && reader_command(r)))
+				return true;
+			if (!ch)
+				return false;
+		} else if (ch == '#' && !r->in_word) {
+			while (s[1] && s[1] != '\n')
+				s++;    /* a comment, to the end of its line */
+		} else if (ch == '\'' || ch == '"') {
+			quote = ch;
+			r->in_word = true;
+		} else if (ch == '\\' && s[1]) {
+			if (*++s != '\n')       /* backslash-newline joins lines */
+				reader_put(r, *s);
+		} else {
+			reader_put(r, ch);
+		}
+	}
+}
+
+bool
+cmdline_any_command_word(const char *script, bool (*fn)(const char *word))
+{
+	struct script_reader r = { .fn = fn, .commands = true };
+
+	return read_script(script, &r);
+}
+
+bool
+cmdline_any_script_word(const char *script, bool (*fn)(const char *word))
+{
+	struct script_reader r = { .fn = fn, .commands = false };
+
+	return read_script(script, &r);
+}

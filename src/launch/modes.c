@@ -13,6 +13,7 @@
 #include "autoconf.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <cJSON.h>
 
@@ -167,13 +169,15 @@ env_get(char *const *envp, const char *key, size_t klen)
 const char *
 mode_torch_name(enum mode_torch t)
 {
-	return t == MODE_TORCH_RUN ? "run" : "launch";
+	return t == MODE_TORCH_RUN ? "run" : t == MODE_TORCH_LAUNCH ? "launch" : "auto";
 }
 
 int
 mode_torch_parse(const char *s, enum mode_torch *out)
 {
-	if (s && strcmp(s, "launch") == 0)
+	if (s && strcmp(s, "auto") == 0)
+		*out = MODE_TORCH_AUTO;
+	else if (s && strcmp(s, "launch") == 0)
 		*out = MODE_TORCH_LAUNCH;
 	else if (s && strcmp(s, "run") == 0)
 		*out = MODE_TORCH_RUN;
@@ -212,7 +216,9 @@ key_is(const char *entry, const char *key)
  * (btl_tcp_if_exclude, plm_rsh_agent, ...; mpirun forwards the ones it
  * was given, which are the user's and the site's), PMIX_MCA_* settings,
  * MPIR_CVAR_* settings, OPAL_PREFIX.  Among OMPI_MCA_orte_*, which ORTE
- * uses for per-job state, the parameters users set are kept.
+ * uses for per-job state, the parameters users set are kept
+ * (orte_tmpdir_base, which mpirun also sets by itself, is weighed by
+ * mode_env_kept()).
  */
 bool
 mode_is_job_identity(const char *e)
@@ -248,6 +254,42 @@ mode_is_job_identity(const char *e)
 	return false;
 }
 
+/*
+ * What Open MPI's launcher chooses for orte_tmpdir_base when nobody set
+ * it, on a node with environment ENVP: opal_tmp_directory() (opal/util/
+ * os_path.c), the first of TMPDIR, TEMP and TMP that is set, else /tmp.
+ * mpirun and orted pass their value to every process they start
+ * (OMPI_MCA_orte_tmpdir_base, with the session directories under it).
+ */
+static const char *
+ompi_default_tmpdir(char *const *envp)
+{
+	static const char *const vars[] = { "TMPDIR", "TEMP", "TMP" };
+
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = env_get(envp, vars[i], strlen(vars[i]));
+
+		if (v)
+			return v;
+	}
+	return "/tmp";
+}
+
+bool
+mode_env_kept(const char *e, char *const *envp)
+{
+	static const char tmpdir[] = "OMPI_MCA_orte_tmpdir_base";
+
+	if (mode_is_job_identity(e) || key_is(e, "PMIX_MCA_mca_base_component_show_load_errors"))
+		return false;
+	if (key_is(e, tmpdir)) {
+		const char *v = e[sizeof(tmpdir) - 1] == '=' ? e + sizeof(tmpdir) : "";
+
+		return strcmp(v, ompi_default_tmpdir(envp)) != 0;
+	}
+	return true;
+}
+
 static const char *
 base_name(const char *path)
 {
@@ -256,13 +298,14 @@ base_name(const char *path)
 	return b ? b + 1 : path;
 }
 
-/* An MPI launcher's name: mpirun, mpiexec, orterun, horovodrun, or one of
- * the names Debian and the MPI libraries install them under
- * (mpirun.openmpi, mpiexec.hydra, ...), with or without a directory. */
+/* An MPI launcher's name: mpirun, mpiexec, orterun, horovodrun, srun
+ * (Slurm starts the ranks itself), or one of the names Debian and the MPI
+ * libraries install them under (mpirun.openmpi, mpiexec.hydra, ...), with
+ * or without a directory. */
 static bool
 is_mpi_launcher(const char *word)
 {
-	static const char *const launchers[] = { "mpirun", "mpiexec", "orterun", "horovodrun" };
+	static const char *const launchers[] = { "mpirun", "mpiexec", "orterun", "horovodrun", "srun" };
 	static const char *const suffixes[] = {
 		"openmpi", "mpich", "hydra", "slurm", "gforker", "remshell", "mpd",
 	};
@@ -282,88 +325,18 @@ is_mpi_launcher(const char *word)
 	return false;
 }
 
-/* A POSIX-like shell that takes a script with -c. */
-static bool
-is_shell(const char *argv0)
-{
-	static const char *const shells[] = { "sh", "bash", "dash", "zsh", "ksh", "ash" };
-	const char *b = base_name(argv0);
-
-	for (size_t i = 0; i < sizeof(shells) / sizeof(shells[0]); i++)
-		if (strcmp(b, shells[i]) == 0)
-			return true;
-	return false;
-}
-
-/* The script of `sh [options] -c SCRIPT ...` (-c may be combined, as in
- * -ec or -lc), or NULL. */
-static const char *
-shell_script(char *const *argv)
-{
-	if (!is_shell(argv[0]))
-		return NULL;
-	for (size_t i = 1; argv[i] && argv[i][0] == '-'; i++) {
-		if (strcmp(argv[i], "--") == 0)
-			return NULL;
-		if (argv[i][1] != '-' && strchr(argv[i] + 1, 'c'))
-			return argv[i + 1];
-	}
-	return NULL;
-}
-
-/*
- * Calls FN on each word of shell text SCRIPT as far as a reader of
- * commands cares: split at blanks and at the characters that separate
- * commands (; & | ( ) ` and newlines), quotes removed.  Stops and returns
- * true as soon as FN does.
- */
-static bool
-any_script_word(const char *script, bool (*fn)(const char *word))
-{
-	char word[256];
-	size_t n = 0;
-	char quote = 0;
-
-	for (const char *c = script;; c++) {
-		bool end = *c == '\0';
-
-		if (!end && quote) {
-			if (*c == quote)
-				quote = 0;
-			else if (n < sizeof(word) - 1)
-				word[n++] = *c;
-			continue;
-		}
-		if (!end && (*c == '\'' || *c == '"')) {
-			quote = *c;
-			continue;
-		}
-		if (end || strchr(" \t\n;&|()`", *c)) {
-			word[n] = '\0';
-			if (n > 0 && fn(word))
-				return true;
-			n = 0;
-			if (end)
-				return false;
-			continue;
-		}
-		if (n < sizeof(word) - 1)
-			word[n++] = *c;
-	}
-}
-
 bool
 mode_launches_mpi(char *const *argv)
 {
-	const char *script;
+	size_t n = 0, cmd, script;
 
-	if (!argv || !argv[0])
-		return false;
-	for (size_t i = 0; argv[i]; i++)
-		if (is_mpi_launcher(argv[i]))
-			return true;
-	script = shell_script(argv);
-	return script && any_script_word(script, is_mpi_launcher);
+	while (argv && argv[n])
+		n++;
+	cmd = cmdline_command_index(argv, n, false);
+	if (cmd < n && is_mpi_launcher(argv[cmd]))
+		return true;
+	script = cmdline_shell_script(argv, NULL);
+	return script && cmdline_any_command_word(argv[script], is_mpi_launcher);
 }
 
 /* The variable that selects the boards a process may use, by vendor. */
@@ -751,6 +724,206 @@ env_prefix_len(char *const *argv)
 	return argv[i] && argv[i][0] != '-' ? i : 0;
 }
 
+/*
+ * Whether PyTorch mode puts ARGV (past an env prefix) under the torch
+ * launcher: python SCRIPT or python -m MODULE, not already a distributed
+ * launch; *C says what it runs.
+ */
+static bool
+pytorch_wraps(char *const *argv, struct py_cmd *c)
+{
+	py_parse(argv, c);
+	return is_python(argv[0]) && !has_dist_launch(argv) &&
+	       (c->target == PY_SCRIPT || (c->target == PY_MODULE && !is_dist_module(c->module)));
+}
+
+/* A string literal in TEXT that names the option: "--local_rank" or
+ * "--local-rank", closed there or followed by "=" (startswith("--local_rank=")). */
+static bool
+declares_local_rank(const char *text, size_t len)
+{
+	const char *end = text + len;
+
+	for (const char *s = text; (s = memmem(s, (size_t)(end - s), "--local", 7)); s += 7) {
+		if (s == text || (s[-1] != '"' && s[-1] != '\'') || end - s < 13)
+			continue;
+		if ((s[7] == '_' || s[7] == '-') && memcmp(s + 8, "rank", 4) == 0 &&
+		    (s[12] == s[-1] || s[12] == '='))
+			return true;
+	}
+	return false;
+}
+
+#define SCRIPT_READ_MAX (4 << 20)
+
+/*
+ * Whether the script at PATH (relative: under WORKDIR) declares
+ * --local_rank: 1 or 0, or a negative errno when that cannot be told
+ * (-EINVAL: not a regular file, -EILSEQ: not text).
+ */
+static int
+script_declares(const char *path, const char *workdir)
+{
+	char full[PATH_MAX], self[64];
+	struct stat st;
+	char *buf = NULL;
+	size_t len = 0, cap;
+	int pfd, fd = -1, rc;
+
+	if (snprintf(full, sizeof(full), "%s%s%s", path[0] != '/' && workdir ? workdir : "",
+	             path[0] != '/' && workdir ? "/" : "", path) >= (int)sizeof(full))
+		return -ENAMETOOLONG;
+	/* Only a regular file is opened to be read: opening a device or a
+	 * FIFO can act (a watchdog arms, a reader blocks), and vigil may run
+	 * as root.  O_PATH looks without opening; /proc/self/fd opens what
+	 * was looked at, with the permission checks of an open. */
+	pfd = open(full, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	if (fstat(pfd, &st) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		goto out;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	cap = st.st_size < SCRIPT_READ_MAX ? (size_t)st.st_size : SCRIPT_READ_MAX;
+	if (fd < 0 || !(buf = malloc(cap + 1))) {
+		rc = fd < 0 ? -errno : -ENOMEM;
+		goto out;
+	}
+	while (len < cap) {
+		ssize_t n = read(fd, buf + len, cap - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	rc = memchr(buf, '\0', len) ? -EILSEQ : declares_local_rank(buf, len);
+out:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	close(pfd);
+	return rc;
+}
+
+/* MODULE's file under WORKDIR, as python -m finds it first (the working
+ * directory leads sys.path): M.py, else M/__main__.py, dots as '/'. */
+static int
+module_declares(const char *module, const char *workdir, char *path, size_t len)
+{
+	char rel[PATH_MAX];
+	int rc;
+
+	if (snprintf(rel, sizeof(rel), "%s", module) >= (int)sizeof(rel) - 16)
+		return -ENAMETOOLONG;
+	for (char *c = rel; *c; c++)
+		if (*c == '.')
+			*c = '/';
+	if (snprintf(path, len, "%s.py", rel) >= (int)len)
+		return -ENAMETOOLONG;
+	rc = script_declares(path, workdir);
+	if (rc != -ENOENT)
+		return rc;
+	if (snprintf(path, len, "%s/__main__.py", rel) >= (int)len)
+		return -ENAMETOOLONG;
+	return script_declares(path, workdir);
+}
+
+enum mode_torch
+mode_torch_choose(char *const *argv, enum mode_torch t, const char *workdir, char *why,
+                  size_t whylen)
+{
+	char path[PATH_MAX];
+	struct py_cmd c;
+	int rc;
+
+	if (t != MODE_TORCH_AUTO) {
+		snprintf(why, whylen, "torch.distributed.%s (--torch-launcher %s)", mode_torch_name(t),
+		         mode_torch_name(t));
+		return t;
+	}
+	argv += env_prefix_len(argv);
+	py_parse(argv, &c);
+	if (c.target == PY_MODULE) {
+		rc = module_declares(c.module, workdir, path, sizeof(path));
+	} else if (c.target == PY_SCRIPT) {
+		snprintf(path, sizeof(path), "%s", argv[c.rest]);
+		rc = script_declares(path, workdir);
+	} else {
+		snprintf(why, whylen, "torch.distributed.launch");
+		return MODE_TORCH_LAUNCH;
+	}
+	if (rc >= 0) {
+		snprintf(why, whylen, "torch.distributed.%s: %.300s declares %s --local_rank option",
+		         rc ? "launch" : "run", path, rc ? "a" : "no");
+		return rc ? MODE_TORCH_LAUNCH : MODE_TORCH_RUN;
+	}
+	if (c.target == PY_MODULE && rc == -ENOENT)
+		snprintf(why, whylen, "torch.distributed.launch, the manual's: module %.200s is not "
+		         "found in the working directory; --torch-launcher run for one that reads "
+		         "LOCAL_RANK only", c.module);
+	else
+		snprintf(why, whylen, "torch.distributed.launch, the manual's: %.300s cannot be read "
+		         "(%s); --torch-launcher run for a script that reads LOCAL_RANK only", path,
+		         rc == -EINVAL ? "not a regular file" : rc == -EILSEQ ? "not text" :
+		         strerror(-rc));
+	return MODE_TORCH_LAUNCH;
+}
+
+/* mode_torch_explain(), the choice in *T. */
+static bool
+torch_choice(const struct mode_plan *p, enum mode_torch *t, char *why, size_t whylen)
+{
+	char *const *argv = p->argv + env_prefix_len(p->argv);
+	struct py_cmd c;
+
+	if (p->mode != MODE_PYTORCH || !pytorch_wraps(argv, &c))
+		return false;
+	*t = mode_torch_choose(p->argv, p->torch_launcher, p->workdir, why, whylen);
+	return true;
+}
+
+bool
+mode_torch_explain(const struct mode_plan *p, char *why, size_t whylen)
+{
+	enum mode_torch t;
+
+	return torch_choice(p, &t, why, whylen);
+}
+
+const char *
+mode_failure_hint(enum mode m, const char *text, size_t len)
+{
+	static const char marker[] = "unrecognized arguments: ";
+	const char *end = text + len;
+
+	if (m != MODE_PYTORCH || !text)
+		return NULL;
+	/* argparse's "error: unrecognized arguments: --local_rank=0 ...", one line */
+	for (const char *s = text; (s = memmem(s, (size_t)(end - s), marker, sizeof(marker) - 1));) {
+		const char *eol = memchr(s, '\n', (size_t)(end - s));
+		size_t n = (size_t)((eol ? eol : end) - s);
+
+		if (memmem(s, n, "--local_rank", 12) || memmem(s, n, "--local-rank", 12))
+			return "the script rejects the --local_rank argument that torch.distributed.launch "
+			       "passes: run it with --torch-launcher run (torch.distributed.run, which "
+			       "sets LOCAL_RANK only), or let it accept --local_rank";
+		s += sizeof(marker) - 1;
+	}
+	return NULL;
+}
+
 #define ALL_WORDS SIZE_MAX
 
 /* ARGV[FROM..TO) (TO past the end: all that follow) into OUT. */
@@ -786,9 +959,7 @@ pytorch_argv(const struct mode_plan *p, int slots, struct strv *out)
 	char *const *argv = p->argv + pre;
 	struct py_cmd c;
 
-	py_parse(argv, &c);
-	if (!is_python(argv[0]) || has_dist_launch(argv) || c.target == PY_NONE ||
-	    c.target == PY_CODE || (c.target == PY_MODULE && is_dist_module(c.module))) {
+	if (!pytorch_wraps(argv, &c)) {
 		copy_words(p->argv, 0, ALL_WORDS, out);
 		return;
 	}
@@ -826,11 +997,11 @@ is_torch_launch_word(const char *w)
 static int
 pytorch_shell_warning(char *const *argv, char **out)
 {
-	const char *script = shell_script(argv);
+	size_t shell = 0, script = cmdline_shell_script(argv, &shell);
 
 	*out = NULL;
-	if (!script || !any_script_word(script, is_python) ||
-	    any_script_word(script, is_torch_launch_word))
+	if (!script || !cmdline_any_command_word(argv[script], is_python) ||
+	    cmdline_any_script_word(argv[script], is_torch_launch_word))
 		return 0;
 	*out = strf("pytorch: the command runs python through %s -c, so vigil does not put it "
 	            "under the torch launcher and each node would train alone; write the "
@@ -838,7 +1009,7 @@ pytorch_shell_warning(char *const *argv, char **out)
 	            "--nproc_per_node=$SLOTS --nnodes=$WORLD_SIZE --node_rank=$RANK "
 	            "--master_addr=$MASTER_ADDR --master_port=$MASTER_PORT SCRIPT ARGS "
 	            "(or, for KEY=VALUE before one command, use: env KEY=VALUE python SCRIPT ARGS)",
-	            base_name(argv[0]));
+	            base_name(argv[shell]));
 	return *out ? 0 : -ENOMEM;
 }
 
@@ -1000,7 +1171,12 @@ expand_word(const char *word, const struct expansion *x, size_t nx)
 	return s;
 }
 
-/* The user's command with vigil's variables replaced by this node's values. */
+/*
+ * The user's command with vigil's variables replaced by this node's
+ * values, in the words vigil runs itself: not in a shell's -c script, where
+ * '$RANK' in single quotes, RANK=... and `for RANK in ...` mean what the
+ * shell says, and where the environment holds the same values.
+ */
 static char **
 expand_argv(const struct mode_plan *p, int slots)
 {
@@ -1008,6 +1184,7 @@ expand_argv(const struct mode_plan *p, int slots)
 		{ "WORLD_SIZE", "" }, { "SLOTS", "" }, { "RANK", "" },
 		{ "MASTER_ADDR", "" }, { "MASTER_PORT", "" },
 	};
+	size_t script = cmdline_shell_script(p->argv, NULL);
 	struct strv v = { 0 };
 
 	snprintf(x[0].value, sizeof(x[0].value), "%d", p->nnodes);
@@ -1016,7 +1193,8 @@ expand_argv(const struct mode_plan *p, int slots)
 	snprintf(x[3].value, sizeof(x[3].value), "%s", p->master_addr);
 	snprintf(x[4].value, sizeof(x[4].value), "%d", p->master_port);
 	for (size_t i = 0; p->argv[i]; i++)
-		strv_add(&v, expand_word(p->argv[i], x, sizeof(x) / sizeof(x[0])));
+		strv_add(&v, i > 0 && i == script ? strdup(p->argv[i]) :
+		             expand_word(p->argv[i], x, sizeof(x) / sizeof(x[0])));
 	return strv_take(&v);
 }
 
@@ -1118,6 +1296,26 @@ torch_workaround(const struct mode_plan *p, struct strv *set)
 			strv_add(set, strf("%s=9:1", vars[i]));
 }
 
+/*
+ * torch's launchers (launch and run alike, torchrun a user writes too)
+ * look at their workers every PET_MONITOR_INTERVAL seconds, 5 by
+ * default (torch/distributed/run.py, --monitor_interval): a worker that
+ * saved and exited on the checkpoint signal is seen up to 5 s later, and
+ * only then does the launcher exit.  With a grace period of 5 s that was
+ * a checkpoint reported as not confirmed.  A tenth of the grace, between
+ * 0.1 and 1 s: the look is a waitpid() per worker, nothing to save on.
+ * Set only when the environment does not choose.
+ */
+static void
+torch_monitor(const struct mode_plan *p, struct strv *set)
+{
+	double s = p->grace_s > 0 ? p->grace_s / 10 : 1;
+
+	if (env_get(p->envp, "PET_MONITOR_INTERVAL", strlen("PET_MONITOR_INTERVAL")))
+		return;
+	strv_add(set, strf("PET_MONITOR_INTERVAL=%g", s < 0.1 ? 0.1 : s > 1 ? 1 : s));
+}
+
 /* What this mode exports besides the visible devices. */
 static void
 mode_vars(const struct mode_plan *p, int slots, struct strv *set)
@@ -1148,6 +1346,7 @@ mode_vars(const struct mode_plan *p, int slots, struct strv *set)
 		break;
 	case MODE_PYTORCH:
 		torch_workaround(p, set);
+		torch_monitor(p, set);
 		break;
 	case MODE_SINGLE:
 		break;
@@ -1161,7 +1360,7 @@ merge_env(const struct mode_plan *p, struct strv *set, struct strv *env)
 {
 	for (size_t i = 0; p->envp && p->envp[i]; i++) {
 		const char *e = p->envp[i];
-		bool replaced = mode_is_job_identity(e);
+		bool replaced = !mode_env_kept(e, p->envp);
 
 		for (size_t j = 0; j < set->n && !replaced; j++)
 			replaced = has_key(e, set->v[j], key_len(set->v[j]));
@@ -1226,6 +1425,7 @@ mode_build(const struct mode_plan *plan, struct mode_launch *out, char *err, siz
 	struct strv set = { 0 }, env = { 0 }, argv = { 0 };
 	struct mode_plan p = *plan;
 	char **expanded = NULL;
+	char why[512];
 	int slots;
 	int rc;
 
@@ -1249,6 +1449,8 @@ mode_build(const struct mode_plan *plan, struct mode_launch *out, char *err, siz
 	if (!expanded)
 		goto nomem;
 	p.argv = expanded;
+	if (torch_choice(&p, &p.torch_launcher, why, sizeof(why)) && !(out->note = strdup(why)))
+		goto nomem;
 	out->run = p.mode != MODE_HOROVOD || p.node_rank == 0;
 	if (out->run) {
 		mode_argv(&p, slots, &argv);
@@ -1283,6 +1485,7 @@ mode_launch_free(struct mode_launch *l)
 		free(l->files[i].content);
 	}
 	free(l->warning);
+	free(l->note);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -1467,6 +1670,8 @@ mode_describe(FILE *f, const struct mode_launch *l, char *const *base_envp)
 	} else {
 		fprintf(f, "command: (none on this node: the mpirun on node rank 0 starts the processes here)\n");
 	}
+	if (l->note)
+		fprintf(f, "launcher: %s\n", l->note);
 	if (l->warning)
 		fprintf(f, "warning: %s\n", l->warning);
 out:

@@ -3,8 +3,10 @@
  * platform manual defines it (seeds: "分布式模式说明"): environment
  * variables, hostfiles, TF_CONFIG and the command actually run.
  *
- * Pure: builds a description of the launch from a plan; writing the files
- * is a separate call.  Nothing here calls MPI or reads the system.
+ * Builds a description of the launch from a plan; writing the files is a
+ * separate call.  Nothing here calls MPI; the one look at the system is
+ * PyTorch mode's --torch-launcher auto, which reads the training's script
+ * (mode_torch_choose()).
  *
  * What each mode sets and runs (the man page's MODES section says the same
  * to users):
@@ -20,16 +22,19 @@
  *               ${WORLD_SIZE}, ${SLOTS}, ${RANK}, ${MASTER_ADDR} and
  *               ${MASTER_PORT} ($NAME too) in the command's words are
  *               replaced by these values, so the manual's torchrun example
- *               runs as printed.
+ *               runs as printed; never inside the text of a shell's -c
+ *               script, which a shell reads with its own rules (quotes,
+ *               assignments, loops) and which finds the variables in its
+ *               environment.
  *   pytorch     python[3] SCRIPT (also after `env KEY=VALUE ...`) runs
- *               under the torch launcher: torch.distributed.launch by
- *               default, as the manual's platform does (scripts read
- *               --local_rank, and LOCAL_RANK), or torch.distributed.run
- *               with MODE_TORCH_RUN (no --local_rank argument; LOCAL_RANK
- *               only).  Why launch is the default: a script written for the
- *               platform that reads --local_rank would silently put every
- *               process on device 0 under run, while a script that rejects
- *               the argument fails at once under launch, saying so.
+ *               under the torch launcher: torch.distributed.launch (the
+ *               manual's: it passes --local_rank, and sets LOCAL_RANK) or
+ *               torch.distributed.run (LOCAL_RANK only).  MODE_TORCH_AUTO
+ *               chooses from the script: launch when it declares a
+ *               --local_rank or --local-rank option, run when it does not,
+ *               launch when it cannot be read (mode_torch_choose()).
+ *               Both are told to look at their workers often enough for
+ *               the grace period (PET_MONITOR_INTERVAL).
  *   deepspeed   the hostfile ("host slots=N"), and a `deepspeed` command
  *               gets --hostfile=FILE --no_ssh --node_rank=R
  *               --master_addr=A --master_port=P: each agent starts its own
@@ -44,9 +49,7 @@
  *   horovod     Open MPI and MPICH hostfiles, OMPI_MCA_orte_default_hostfile,
  *               HYDRA_HOST_FILE, HYDRA_IFACE; node rank 0 runs the command
  *               under the manual's mpirun prefix unless it already launches
- *               MPI (any word, or a word of a shell -c script, that is
- *               mpirun, mpiexec, orterun or horovodrun); the other nodes
- *               run nothing.
+ *               MPI (mode_launches_mpi()); the other nodes run nothing.
  *   tensorflow  TF_CONFIG.
  *   single      the command as given.
  */
@@ -61,11 +64,12 @@ enum mode { MODE_SINGLE, MODE_PYTORCH, MODE_DEEPSPEED, MODE_HOROVOD, MODE_TENSOR
 
 /* PyTorch mode's launcher module; the zero value is the default. */
 enum mode_torch {
+	MODE_TORCH_AUTO,        /* launch or run, as the script declares (mode_torch_choose()) */
 	MODE_TORCH_LAUNCH,      /* torch.distributed.launch: --local_rank=N and LOCAL_RANK */
 	MODE_TORCH_RUN,         /* torch.distributed.run (torchrun): LOCAL_RANK only */
 };
 
-/* "launch", "run" */
+/* "auto", "launch", "run" */
 const char *mode_torch_name(enum mode_torch t);
 int mode_torch_parse(const char *s, enum mode_torch *out);  /* 0 or -EINVAL */
 
@@ -97,7 +101,11 @@ struct mode_plan {
 	 * nslots entries: a node with boards of several vendors gets one
 	 * visible-device list per vendor.  NULL: all nslots are VENDOR's. */
 	const char *const *slot_vendors;
-	enum mode_torch torch_launcher; /* pytorch; default MODE_TORCH_LAUNCH */
+	enum mode_torch torch_launcher; /* pytorch; default MODE_TORCH_AUTO */
+	const char *workdir;            /* the training's working directory; NULL: ours
+	                                 * (where a relative script is read from) */
+	double grace_s;                 /* pytorch: the grace period, which the launcher's
+	                                 * look at its workers must fit; 0: not known */
 	const char *iface;              /* horovod: HYDRA_IFACE; NULL: "eth0", as the manual */
 	const char *job_hostfile;       /* deepspeed: also written here when safe; NULL: /job/hostfile */
 };
@@ -115,6 +123,7 @@ struct mode_launch {
 	struct mode_file files[3];
 	int nfiles;
 	char *warning;            /* NULL, or one line for the user (the coordinator shows it) */
+	char *note;               /* NULL, or which torch launcher and why (mode_torch_choose()) */
 };
 
 /*
@@ -130,12 +139,66 @@ struct mode_launch {
 bool mode_is_job_identity(const char *entry);
 
 /*
- * Whether ARGV launches MPI itself: one of its words, or a word of the
- * script of a shell's -c, is mpirun, mpiexec, orterun or horovodrun
- * (with or without a directory, or a suffix such as .openmpi or .hydra).
- * The manual: "a command that contains mpirun is left unchanged".
+ * Whether the training inherits ENTRY of the starting environment ENVP:
+ * not when it is the outer job's identity, nor when it is a setting that
+ * Open MPI's launcher made itself rather than the user or the site:
+ * mpirun and orted give every process they start OMPI_MCA_orte_tmpdir_base
+ * (the user's value when one was given, else their own default: TMPDIR,
+ * TEMP, TMP or /tmp, as opal_tmp_directory() chooses) and
+ * PMIX_MCA_mca_base_component_show_load_errors (a copy of Open MPI's own
+ * parameter, overwriting a user's).  A tmpdir equal to the default seen
+ * here is dropped: an inner mpirun finds the same default by itself, and
+ * passing it on would force it on every remote daemon.
+ */
+bool mode_env_kept(const char *entry, char *const *envp);
+
+/*
+ * Whether ARGV launches MPI itself: its command word, or the command word
+ * of a simple command in the script of a shell's -c, is an MPI launcher
+ * (mpirun, mpiexec, orterun, horovodrun, srun; with or without a
+ * directory, or a suffix such as .openmpi or .hydra).  The command word
+ * is the first word, past NAME=VALUE assignments (in a script), the
+ * shell's reserved words (if, then, do, !, ...) and the wrappers env,
+ * exec, command, nohup, time, nice, timeout, stdbuf and setsid with their
+ * options; a word that is an argument (echo mpirun, a comment, a string)
+ * is not one.  The manual: "a command that contains mpirun is left
+ * unchanged".
  */
 bool mode_launches_mpi(char *const *argv);
+
+/*
+ * PyTorch mode's launcher for ARGV (a command vigil puts under it: python
+ * SCRIPT or python -m MODULE).  T unless it is MODE_TORCH_AUTO; then the
+ * script's text decides: a string literal that is "--local_rank" or
+ * "--local-rank" (alone or followed by "=", as in add_argument(...) or a
+ * sys.argv test) declares the option, and launch passes it; none means
+ * run, whose workers read LOCAL_RANK.  The script is read from WORKDIR
+ * when relative (NULL: the current directory), a module as MODULE.py or
+ * MODULE/__main__.py there; its first 4 MiB are read, and only a regular
+ * file of text: anything else (missing, unreadable, a directory, a zip
+ * application) leaves the manual's launch, whose failure on a script
+ * that rejects the argument says so, and which vigil then names.  WHY
+ * gets the choice and its reason for the launch line, e.g.
+ * "torch.distributed.run: train.py declares no --local_rank option".
+ */
+enum mode_torch mode_torch_choose(char *const *argv, enum mode_torch t, const char *workdir,
+                                  char *why, size_t whylen);
+
+/*
+ * The same for the plan's command as mode_build() runs it: false when the
+ * command is not put under a torch launcher (not PyTorch mode, torchrun,
+ * a shell script, ...), else true with the choice and its reason in WHY.
+ */
+bool mode_torch_explain(const struct mode_plan *p, char *why, size_t whylen);
+
+/*
+ * A hint for a training that failed with TEXT (the end of its stderr) in
+ * mode M: the fix vigil knows for what the text shows, or NULL.  Today:
+ * "unrecognized arguments: --local_rank" (or --local-rank) in PyTorch
+ * mode, a script that rejects what torch.distributed.launch passes, for
+ * which --torch-launcher run is the fix.  A static string.
+ */
+const char *mode_failure_hint(enum mode m, const char *text, size_t len);
 
 /*
  * Build this node's launch.  Returns 0, or -EINVAL with one line in ERR

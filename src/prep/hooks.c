@@ -415,6 +415,18 @@ hooks_new(const struct hooks_opts *o, struct loop *l, const struct hooks_ops *op
 	return hs;
 }
 
+int
+hooks_set_job_id(struct hooks *hs, const char *job_id)
+{
+	char *id = strdup(job_id);
+
+	if (!id)
+		return -ENOMEM;
+	free(hs->job_id);
+	hs->job_id = id;
+	return 0;
+}
+
 void
 hooks_free(struct hooks *hs)
 {

@@ -76,6 +76,13 @@ struct hooks *hooks_new(const struct hooks_opts *o, struct loop *l, const struct
 /* Kill every hook still running (its whole group); NULL is a no-op. */
 void hooks_free(struct hooks *hs);
 
+/*
+ * VIGIL_JOB_ID for the phases that start from now on: the job's id once
+ * the coordinator has said it (one id on every node).  0 or -ENOMEM (the
+ * old id stays).
+ */
+int hooks_set_job_id(struct hooks *hs, const char *job_id);
+
 /* Whether any hook of PHASE runs on this node. */
 bool hooks_any(const struct hooks *hs, int phase);
 

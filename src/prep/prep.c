@@ -24,7 +24,8 @@
 #define LINE_EVERY_S 5.0      /* a progress line for people at most this often */
 #define SILENCE_EXTRA_S 5.0   /* beyond the heartbeat timeout and a pre-check's time */
 
-enum step { ST_IDLE, ST_PRECHECK_HOOKS, ST_STAGING, ST_PRELAUNCH_HOOKS, ST_DONE, ST_GONE };
+/* ST_JOB_ID: a node waits for the coordinator's first word, the job's id */
+enum step { ST_IDLE, ST_JOB_ID, ST_PRECHECK_HOOKS, ST_STAGING, ST_PRELAUNCH_HOOKS, ST_DONE, ST_GONE };
 
 struct prep {
 	struct prep_opts o;
@@ -151,6 +152,7 @@ send_all(struct prep *p, bool go)
 	char *text;
 
 	m.u.prep.go = go;
+	m.u.prep.job = p->job_id;
 	text = msg_encode(&m);
 	for (int r = 1; text && r < p->o.size; r++)
 		(void)p->ops.send(p->ops.arg, r, MSG_PREP, text);
@@ -257,6 +259,8 @@ on_tick(struct loop *l, void *arg)
 	return TICK_MS;
 }
 
+static void start_hooks(struct prep *p, const char *job);
+
 void
 prep_message(struct prep *p, int src, const struct msg_prep *m, double now)
 {
@@ -268,6 +272,8 @@ prep_message(struct prep *p, int src, const struct msg_prep *m, double now)
 		if (src != 0 || p->step == ST_GONE)
 			return;
 		p->heard = now;
+		if (p->step == ST_JOB_ID)
+			start_hooks(p, m->job);
 		if (m->go && p->step == ST_DONE) {
 			p->step = ST_GONE;
 			loop_del_timer(p->loop, p->timer);
@@ -402,6 +408,21 @@ start_prelaunch(struct prep *p)
 	}
 }
 
+/* A node: the coordinator said the job's id (NULL: an agent that does
+ * not send it); the pre-check hooks now. */
+static void
+start_hooks(struct prep *p, const char *job)
+{
+	if (prep_set_job_id(p, job) < 0)
+		say(p, "vigil: out of memory: this node's hooks keep its own job id");
+	p->step = ST_PRECHECK_HOOKS;
+	if (hooks_run(p->hooks, CONFIG_HOOK_PRECHECK, NULL, 0) < 0) {
+		snprintf(p->early.why, sizeof(p->early.why), "cannot run the pre-check hooks");
+		p->early.failed++;
+		finish(p);
+	}
+}
+
 /* Whether the pre-check let this node go on: no failing check, no error. */
 static bool
 passed(const char *payload)
@@ -491,14 +512,38 @@ prep_start(struct prep *p, double now)
 {
 	p->heard = now;
 	p->next_line = now + LINE_EVERY_S;
-	p->next_beat = now;
+	p->next_beat = now + p->ro->heartbeat_s;
 	if (coordinator(p) && !(p->view = prepview_new(p->o.size, now)))
 		return -ENOMEM;
 	p->timer = loop_add_timer(p->loop, TICK_MS, on_tick, p);
 	if (!p->timer)
 		return -ENOMEM;
+	if (coordinator(p))
+		send_all(p, false);  /* the job's id, which the nodes wait for */
+	if (!coordinator(p) && p->o.size > 1) {
+		/* Outside Slurm each agent's own id is its pid: the hooks
+		 * wait for the coordinator's (one message away). */
+		p->step = ST_JOB_ID;
+		return 0;
+	}
 	p->step = ST_PRECHECK_HOOKS;
 	return hooks_run(p->hooks, CONFIG_HOOK_PRECHECK, NULL, 0);
+}
+
+int
+prep_set_job_id(struct prep *p, const char *job_id)
+{
+	char *id;
+
+	if (!p || !job_id || !*job_id || strcmp(job_id, p->job_id) == 0)
+		return 0;
+	if (!(id = strdup(job_id)) || hooks_set_job_id(p->hooks, id) < 0) {
+		free(id);
+		return -ENOMEM;
+	}
+	free(p->job_id);
+	p->job_id = id;
+	return 0;
 }
 
 /* ---- the payload and the report ----------------------------------------------- */

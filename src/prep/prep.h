@@ -93,8 +93,17 @@ bool prep_before_gather(const struct prep *p);
 /* Begin the preparation on this node.  0 or -ENOMEM. */
 int prep_start(struct prep *p, double now);
 
-/* A PREP message from SRC. */
+/*
+ * A PREP message from SRC.  The coordinator's first one (sent when its
+ * preparation starts, and with every keepalive) carries the job's id
+ * (VIGIL_JOB_ID): the other nodes wait for it before their hooks run, so
+ * that every node's hooks see one id.
+ */
 void prep_message(struct prep *p, int src, const struct msg_prep *m, double now);
+
+/* The job's id, as the coordinator's plan says it, for the hooks that
+ * start from now on.  P NULL: a no-op.  0 or -ENOMEM. */
+int prep_set_job_id(struct prep *p, const char *job_id);
 
 /*
  * The gather payload (survey.c's) with this node's "stage" and "hooks"

@@ -3,10 +3,12 @@
 # MPI_Init itself runs as an MPI singleton under every mode (the agents'
 # own job identity stays out of its environment) and the job ends; the
 # manual's own mpirun example runs in Horovod mode as root (the user's and
-# the site's Open MPI settings are kept), once, also behind bash -c and
-# env; the Open MPI and MPICH hostfiles are read by the real mpirun and
-# mpiexec.hydra; vigil's variables in the command are expanded; DeepSpeed
-# and Horovod (not packaged in Debian) against their documented contracts.
+# the site's Open MPI settings are kept, mpirun's own tmpdir is not), once,
+# also behind bash -c and env, and a script that only names mpirun is
+# prefixed; the Open MPI and MPICH hostfiles are read by the real mpirun
+# and mpiexec.hydra; vigil's variables in the command are expanded, never
+# inside a shell's script; DeepSpeed and Horovod (not packaged in Debian)
+# against their documented contracts.
 . "$(dirname "$0")/lib.sh"
 
 : "${MPI_TRAIN:?MPI_TRAIN must name tests/integration/mpi_train}"
@@ -111,6 +113,35 @@ out=$(vrun --mode pytorch -- 'echo torchrun --nnodes ${WORLD_SIZE} --nproc_per_n
 expect_eq "expanded command exit" 0 "$rc"
 expect_eq "expanded on each node" "0 1" "$(printf '%s\n' "$out" | awk '/^torchrun /{print $7}' | sort | paste -sd' ' -)"
 expect_match "values filled in" '^torchrun --nnodes 2 --nproc_per_node 1 --node_rank [01] --master_addr [^ $]+ --master_port [0-9]+ train.py$' "$out"
+
+# ... but never inside a shell's script: there '$RANK' in single quotes,
+# RANK=... and a loop over WORLD_SIZE are the shell's, and the values are
+# in its environment.  The script gives the answers bash gives alone, with
+# the shell named in each of the ways users write it.
+script='echo '"'"'$RANK'"'"' is $RANK of $WORLD_SIZE; RANK=$((RANK+10)); echo $RANK; for WORLD_SIZE in a b; do echo $WORLD_SIZE; done'
+want=$(RANK=0 WORLD_SIZE=1 bash -c "$script")
+for sh in "bash -c" "/bin/bash -c" "bash -lc" "bash -e -c" "sh -c" "dash -c" "env X=1 bash -c"; do
+	out=$(np=1 vrun --mode single -- $sh "$script" 2>"$SCRATCH/err"); rc=$?
+	expect_eq "$sh SCRIPT: exit" 0 "$rc"
+	expect_eq "$sh SCRIPT: the shell's own answers" "$want" "$out"
+done
+
+# Horovod mode: a launcher is recognised as a command only.  An echo that
+# names mpirun launches nothing: the manual's prefix starts one job of
+# every slot.
+out=$(hvrun -- bash -c "echo mpirun; $MPI_TRAIN" 2>"$SCRATCH/err"); rc=$?
+expect_eq "horovod, a script that echoes mpirun: exit" 0 "$rc"
+expect_eq "horovod, a script that echoes mpirun: prefixed, one job of 2 ranks" \
+	"mpi rank 0 of 2 sum 2,mpi rank 1 of 2 sum 2" \
+	"$(printf '%s\n' "$out" | grep '^mpi rank' | sort | paste -sd, -)"
+# The outer mpirun gives every agent OMPI_MCA_orte_tmpdir_base, its own
+# default unless the user set one: the training (and an mpirun in it,
+# which would force it on every remote daemon) gets only the user's.
+tmpdir_of() { np=1 vrun --mode single -- sh -c 'echo "tmpdir=${OMPI_MCA_orte_tmpdir_base-unset}"' 2>"$SCRATCH/err"; }
+expect_eq "mpirun's own orte_tmpdir_base stays out" "tmpdir=unset" "$(tmpdir_of)"
+mkdir "$SCRATCH/tmpbase"
+expect_eq "the user's orte_tmpdir_base is kept" "tmpdir=$SCRATCH/tmpbase" \
+	"$(OMPI_MCA_orte_tmpdir_base="$SCRATCH/tmpbase" tmpdir_of)"
 
 # 1. DeepSpeed is not in Debian: a stand-in `deepspeed` that does what
 # DeepSpeed's documentation says of its no-SSH mode (getting-started

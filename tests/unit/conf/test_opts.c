@@ -410,7 +410,7 @@ test_defaults(void **state)
 	assert_true(o.hook_timeout_s == 300);
 	assert_int_equal(o.batch_index, -1);
 	assert_int_equal(o.node_log_mb, 64);
-	assert_int_equal(o.torch_launcher, MODE_TORCH_LAUNCH);
+	assert_int_equal(o.torch_launcher, MODE_TORCH_AUTO);
 	assert_false(o.perf_below || o.perf_reschedule || o.resume || o.tag_output);
 	assert_int_equal(o.ps, 0);
 	assert_int_equal(o.nstage + o.nhook + o.nforward, 0);

@@ -8,6 +8,7 @@
 #include "../vigil_test.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -366,6 +367,140 @@ test_suggestion_sh(void **state)
 	assert_string_equal(buf, inner);
 }
 
+/* The command word past wrappers, assignments and reserved words. */
+static void
+test_command_index(void **state)
+{
+	static const struct {
+		const char *w[12];
+		bool script;
+		int want;       /* -1: none */
+	} cases[] = {
+		{ { "mpirun", "-np", "2" }, false, 0 },
+		{ { "env", "A=1", "B=2", "mpirun" }, false, 3 },
+		{ { "/usr/bin/env", "-i", "-u", "X", "A=1", "python3" }, false, 5 },
+		{ { "nice", "-n", "5", "nohup", "srun", "x" }, false, 4 },
+		{ { "nice", "-n5", "x" }, false, 2 },
+		{ { "timeout", "-k", "5", "1h", "x" }, false, 4 },
+		{ { "timeout", "--signal=INT", "10", "x" }, false, 3 },
+		{ { "stdbuf", "-oL", "x" }, false, 2 },
+		{ { "command", "-v", "mpirun" }, false, -1 },
+		{ { "exec", "-a", "name", "x" }, false, 3 },
+		{ { "A=1", "x" }, false, 0 },               /* argv form: no assignments */
+		{ { "A=1", "B+=2", "x" }, true, 2 },
+		{ { "if", "!", "x" }, true, 2 },
+		{ { "then", "time", "-p", "x" }, true, 3 },
+		{ { "for", "x", "in", "mpirun" }, true, -1 },
+		{ { "case", "$1", "in", "mpirun" }, true, -1 },
+		{ { "env" }, false, -1 },
+		{ { NULL }, false, -1 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int n = count(cases[i].w);
+		size_t got = cmdline_command_index((char *const *)cases[i].w, (size_t)n, cases[i].script);
+		int want = cases[i].want < 0 ? n : cases[i].want;
+
+		if ((int)got != want)
+			fail_msg("case %zu (%s): %zu, want %d", i, cases[i].w[0] ? cases[i].w[0] : "-", got,
+			         want);
+	}
+}
+
+/* The script of a shell's -c, whatever the options around -c. */
+static void
+test_shell_script(void **state)
+{
+	static const struct {
+		const char *w[10];
+		int script;     /* 0: none */
+	} cases[] = {
+		{ { "bash", "-c", "S" }, 2 },
+		{ { "/bin/sh", "-c", "S", "arg0" }, 2 },
+		{ { "bash", "-lc", "S" }, 2 },
+		{ { "bash", "-ce", "S" }, 2 },
+		{ { "bash", "-e", "-c", "S" }, 3 },
+		{ { "bash", "-c", "-e", "S" }, 3 },
+		{ { "bash", "-o", "pipefail", "-c", "S" }, 4 },
+		{ { "bash", "-eo", "pipefail", "-c", "S" }, 4 },
+		{ { "bash", "+o", "posix", "-c", "S" }, 4 },
+		{ { "bash", "-O", "extglob", "-c", "S" }, 4 },
+		{ { "bash", "--norc", "--noprofile", "-c", "S" }, 4 },
+		{ { "bash", "--rcfile", "f", "-c", "S" }, 4 },
+		{ { "bash", "-c", "--", "S" }, 3 },
+		{ { "zsh", "-c", "S" }, 2 },
+		{ { "ksh", "-c", "S" }, 2 },
+		{ { "dash", "-c", "S" }, 2 },
+		{ { "env", "X=1", "bash", "-c", "S" }, 4 },
+		{ { "nohup", "sh", "-c", "S" }, 3 },
+		{ { "bash", "run.sh", "-c" }, 0 },
+		{ { "bash", "-e", "run.sh" }, 0 },
+		{ { "bash", "+c", "S" }, 0 },
+		{ { "bash", "-c" }, 0 },
+		{ { "python3", "-c", "S" }, 0 },
+		{ { "bashful", "-c", "S" }, 0 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t shell = 99, got = cmdline_shell_script((char *const *)cases[i].w, &shell);
+
+		if ((int)got != cases[i].script)
+			fail_msg("case %zu (%s %s): %zu, want %d", i, cases[i].w[0], cases[i].w[1], got,
+			         cases[i].script);
+		if (got && strcmp(cases[i].w[shell] + strlen(cases[i].w[shell]) - 2, "sh") != 0)
+			fail_msg("case %zu: shell %s", i, cases[i].w[shell]);
+	}
+}
+
+static const char *seen[16];
+static size_t nseen;
+
+static bool
+record(const char *w)
+{
+	if (nseen < 16)
+		seen[nseen++] = strdup(w);
+	return false;
+}
+
+/* The command words FN sees in SCRIPT, joined by ','. */
+static void
+assert_command_words(const char *script, const char *want)
+{
+	char got[512] = "";
+	size_t o = 0;
+
+	nseen = 0;
+	assert_false(cmdline_any_command_word(script, record));
+	for (size_t i = 0; i < nseen; i++) {
+		o += (size_t)snprintf(got + o, sizeof(got) - o, "%s%s", i ? "," : "", seen[i]);
+		free((char *)seen[i]);
+	}
+	if (strcmp(got, want) != 0)
+		fail_msg("%s: \"%s\", want \"%s\"", script, got, want);
+}
+
+/* Each simple command's command word, and nothing else. */
+static void
+test_command_words(void **state)
+{
+	(void)state;
+	assert_command_words("echo mpirun; python3 t.py", "echo,python3");
+	assert_command_words("a && b || c | d & e", "a,b,c,d,e");
+	assert_command_words("X=1 Y=\"a b\" env Z=2 ./run x", "./run");
+	assert_command_words("if [ -x a ]; then mpirun a; else b; fi", "[,mpirun,b");
+	assert_command_words("for x in mpirun a; do echo $x; done", "echo");
+	assert_command_words("# mpirun\npython3 t.py # mpirun", "python3");
+	assert_command_words("echo 'mpirun; x' \"; mpirun\" \\; mpirun", "echo");
+	assert_command_words("(cd /w && exec mpiexec -n 2 a)", "cd,mpiexec");
+	assert_command_words("x=$(hostname) y=`id -u`", "hostname,id");
+	assert_command_words("a \\\n b; 'c'd", "a,cd");
+	assert_command_words("'unterminated", "unterminated");
+	assert_command_words("", "");
+}
+
 int
 main(void)
 {
@@ -377,6 +512,9 @@ main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_quote_sh),
 		cmocka_unit_test(test_suggestion_sh),
+		cmocka_unit_test(test_command_index),
+		cmocka_unit_test(test_shell_script),
+		cmocka_unit_test(test_command_words),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -824,10 +824,26 @@ test_horovod_contains_mpirun(void **state)
 		{ "env", "X=1", "mpirun", "-np", "8", "python", "train.py" },
 		{ "nohup", "mpiexec.hydra", "-n", "8", "python", "train.py" },
 	};
-	static const char *const not_mpi[][6] = {
+	static const char *const more[][12] = {
+		{ "bash", "-c", "if true; then mpirun -np 8 a; fi" },
+		{ "bash", "-c", "x=$(hostname)\nsrun python t.py" },
+		{ "env", "-u", "DISPLAY", "A=1", "timeout", "-s", "INT", "1h", "mpirun", "a" },
+		{ "bash", "-o", "pipefail", "-c", "time nice -n 5 mpiexec -n 2 a | tee log" },
+		{ "env", "X=1", "sh", "-c", "! orterun a" },
+	};
+	static const char *const not_mpi[][8] = {
 		{ "python", "train.py", "--log", "mpirun.log" },
 		{ "bash", "-c", "python mpirunner.py" },
 		{ "python", "mpirun.py" },
+		{ "bash", "-c", "echo mpirun; python3 t.py" },
+		{ "echo", "mpirun" },
+		{ "python", "launch.py", "--launcher", "mpirun" },
+		{ "bash", "-c", "echo 'x && mpirun' \"; mpirun\"; python3 t.py" },
+		{ "bash", "-c", "# run with mpirun later\npython3 t.py" },
+		{ "bash", "-c", "for l in mpirun mpiexec; do echo $l; done" },
+		{ "bash", "-c", "command -v mpirun && python3 t.py" },
+		{ "bash", "-c", "case $1 in mpirun) echo;; esac" },
+		{ "bash", "run.sh", "mpirun" },
 	};
 	struct mode_launch l;
 	struct job j;
@@ -841,6 +857,9 @@ test_horovod_contains_mpirun(void **state)
 		assert_argv(l.argv, cmds[i], cmds[i][0]);
 		mode_launch_free(&l);
 	}
+	for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++)
+		if (!mode_launches_mpi((char *const *)more[i]))
+			fail_msg("more[%zu] launches MPI", i);
 	for (size_t i = 0; i < sizeof(not_mpi) / sizeof(not_mpi[0]); i++) {
 		if (mode_launches_mpi((char *const *)not_mpi[i]))
 			fail_msg("not_mpi[%zu] taken for an MPI launch", i);
@@ -954,6 +973,53 @@ test_job_identity(void **state)
 	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
 		if (mode_is_job_identity(settings[i]))
 			fail_msg("%s is a setting, not identity", settings[i]);
+}
+
+/*
+ * What Open MPI's mpirun sets by itself for every process it starts,
+ * beside the identity: OMPI_MCA_orte_tmpdir_base (its own default, or the
+ * user's value) and PMIX_MCA_mca_base_component_show_load_errors.  Only a
+ * tmpdir that differs from the default seen here is the user's (or the
+ * site's) and stays.
+ */
+static void
+test_env_kept(void **state)
+{
+	static const char *const cmd[] = { "python", "train.py", NULL };
+	char *plain[] = { (char *)"OMPI_MCA_orte_tmpdir_base=/tmp",
+		(char *)"PMIX_MCA_mca_base_component_show_load_errors=1",
+		(char *)"PMIX_MCA_gds=hash", (char *)"OMPI_MCA_btl=self,tcp", NULL };
+	char *tmpdir[] = { (char *)"TMPDIR=/scratch/job", (char *)"OMPI_MCA_orte_tmpdir_base=/scratch/job",
+		NULL };
+	char *temp[] = { (char *)"TEMP=/t", (char *)"TMP=/u", (char *)"OMPI_MCA_orte_tmpdir_base=/t", NULL };
+	char *user[] = { (char *)"OMPI_MCA_orte_tmpdir_base=/site/tmp", NULL };
+	char *user2[] = { (char *)"TMPDIR=/scratch/job", (char *)"OMPI_MCA_orte_tmpdir_base=/tmp", NULL };
+	struct mode_launch l;
+	struct job j;
+	char err[256];
+
+	(void)state;
+	assert_false(mode_env_kept("OMPI_MCA_orte_tmpdir_base=/tmp", plain));
+	assert_false(mode_env_kept("PMIX_MCA_mca_base_component_show_load_errors=1", plain));
+	assert_true(mode_env_kept("PMIX_MCA_gds=hash", plain));
+	assert_true(mode_env_kept("OMPI_MCA_btl=self,tcp", plain));
+	assert_false(mode_env_kept("OMPI_COMM_WORLD_RANK=0", plain));
+	assert_false(mode_env_kept("OMPI_MCA_orte_tmpdir_base=/scratch/job", tmpdir));
+	assert_false(mode_env_kept("OMPI_MCA_orte_tmpdir_base=/t", temp));
+	assert_true(mode_env_kept("OMPI_MCA_orte_tmpdir_base=/site/tmp", user));
+	assert_true(mode_env_kept("OMPI_MCA_orte_tmpdir_base=/tmp", user2));
+
+	job_init(&j, MODE_HOROVOD, 2, NULL, 1, 0, cmd);
+	j.plan.envp = plain;
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_null(env_of(l.envp, "OMPI_MCA_orte_tmpdir_base"));
+	assert_null(env_of(l.envp, "PMIX_MCA_mca_base_component_show_load_errors"));
+	assert_string_equal(env_of(l.envp, "PMIX_MCA_gds"), "hash");
+	mode_launch_free(&l);
+	j.plan.envp = user;
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_string_equal(env_of(l.envp, "OMPI_MCA_orte_tmpdir_base"), "/site/tmp");
+	mode_launch_free(&l);
 }
 
 /* Every mode: no agent MPI identity in the training's environment, so
@@ -1074,6 +1140,79 @@ test_expand(void **state)
 	}
 }
 
+/*
+ * vigil's variables are replaced in the words vigil runs, never in the
+ * text of a shell's -c script: there '$RANK' in single quotes, an
+ * assignment and a loop variable mean what the shell says, and the
+ * environment holds the same values.  The words around the script (the
+ * shell's own arguments, an env prefix) are the command's and are replaced.
+ */
+static void
+test_expand_shell(void **state)
+{
+	static const char script[] =
+		"echo '$RANK' \"$WORLD_SIZE\"; RANK=$((RANK+10)); echo $RANK; "
+		"for WORLD_SIZE in a b; do echo $WORLD_SIZE; done";
+	static const char *const shells[][8] = {
+		{ "bash", "-c", script, "name", "$RANK" },
+		{ "/bin/bash", "-c", script, "name", "$RANK" },
+		{ "sh", "-c", script, "name", "$RANK" },
+		{ "dash", "-c", script, "name", "$RANK" },
+		{ "zsh", "-c", script, "name", "$RANK" },
+		{ "ksh", "-c", script, "name", "$RANK" },
+		{ "bash", "-lc", script, "name", "$RANK" },
+		{ "bash", "-e", "-c", script, "name", "$RANK" },
+		{ "bash", "-o", "pipefail", "-c", script, "name", "$RANK" },
+		{ "bash", "--norc", "-c", script, "name", "$RANK" },
+		{ "bash", "-c", "--", script, "name", "$RANK" },
+		{ "env", "X=$RANK", "bash", "-c", script, "name", "$RANK" },
+	};
+	static const char *const python[] = { "python3", "-c", "print('$RANK')", NULL };
+	struct mode_launch l;
+	struct job j;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(shells) / sizeof(shells[0]); i++) {
+		size_t n = 0;
+		bool seen = false;
+
+		job_init(&j, MODE_SINGLE, 1, NULL, 1, 0, shells[i]);
+		j.nodes[0].slots = 1;
+		assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+		for (n = 0; shells[i][n]; n++) {
+			if (shells[i][n] == script) {
+				assert_string_equal(l.argv[n], script);
+				seen = true;
+			} else if (strcmp(shells[i][n], "$RANK") == 0) {
+				assert_string_equal(l.argv[n], "0");        /* the shell's $1 */
+			} else if (strcmp(shells[i][n], "X=$RANK") == 0) {
+				assert_string_equal(l.argv[n], "X=0");
+			} else {
+				assert_string_equal(l.argv[n], shells[i][n]);
+			}
+		}
+		assert_true(seen);
+		assert_null(l.argv[n]);
+		mode_launch_free(&l);
+	}
+	/* a shell without -c runs a script file: its words are vigil's to fill */
+	{
+		static const char *const file[] = { "bash", "run.sh", "$RANK", NULL };
+		static const char *const want[] = { "bash", "run.sh", "0", NULL };
+
+		job_init(&j, MODE_SINGLE, 1, NULL, 1, 0, file);
+		assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+		assert_argv(l.argv, want, "bash run.sh");
+		mode_launch_free(&l);
+	}
+	/* python's -c is not a shell script: replaced as before */
+	job_init(&j, MODE_SINGLE, 1, NULL, 1, 0, python);
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_string_equal(l.argv[2], "print('0')");
+	mode_launch_free(&l);
+}
+
 /* A node with boards of several vendors (the bare-PCI synthetic node:
  * NVIDIA, AMD, AMD, NVIDIA, NVIDIA in slot order): each visible-device
  * variable lists its own vendor's boards. */
@@ -1171,6 +1310,8 @@ test_torch_workaround(void **state)
 	assert_string_equal(env_of(l.envp, "PET_TEE"), "1");
 	mode_launch_free(&l);
 
+	assert_int_equal(mode_torch_parse("auto", &t), 0);
+	assert_int_equal(t, MODE_TORCH_AUTO);
 	assert_int_equal(mode_torch_parse("launch", &t), 0);
 	assert_int_equal(t, MODE_TORCH_LAUNCH);
 	assert_int_equal(mode_torch_parse("run", &t), 0);
@@ -1179,6 +1320,184 @@ test_torch_workaround(void **state)
 	assert_int_equal(mode_torch_parse(NULL, &t), -EINVAL);
 	assert_string_equal(mode_torch_name(MODE_TORCH_LAUNCH), "launch");
 	assert_string_equal(mode_torch_name(MODE_TORCH_RUN), "run");
+	assert_string_equal(mode_torch_name(MODE_TORCH_AUTO), "auto");
+}
+
+/*
+ * torch's launchers look at their workers every PET_MONITOR_INTERVAL
+ * seconds (5 by default): a tenth of the grace period, between 0.1 and 1 s,
+ * so that a worker that saved and exited is seen well within the grace;
+ * the user's own value wins.
+ */
+static void
+test_torch_monitor(void **state)
+{
+	static const char *const cmd[] = { "torchrun", "--nproc_per_node=2", "t.py", NULL };
+	static const struct {
+		double grace;
+		const char *want;
+	} cases[] = { { 5, "0.5" }, { 30, "1" }, { 0, "1" }, { 0.2, "0.1" }, { 2.5, "0.25" } };
+	char *env[] = { (char *)"PET_MONITOR_INTERVAL=3", NULL };
+	struct mode_launch l;
+	struct job j;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		job_init(&j, MODE_PYTORCH, 2, NULL, 1, 0, cmd);
+		j.plan.grace_s = cases[i].grace;
+		assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+		assert_string_equal(env_of(l.envp, "PET_MONITOR_INTERVAL"), cases[i].want);
+		mode_launch_free(&l);
+	}
+	j.plan.envp = env;
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_string_equal(env_of(l.envp, "PET_MONITOR_INTERVAL"), "3");
+	mode_launch_free(&l);
+	/* other modes leave torch alone */
+	job_init(&j, MODE_DEEPSPEED, 2, NULL, 1, 0, cmd);
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	assert_null(env_of(l.envp, "PET_MONITOR_INTERVAL"));
+	mode_launch_free(&l);
+}
+
+/* A scratch directory (tmp_setup()). */
+struct tmp {
+	char dir[PATH_MAX];
+};
+
+/* Writes TEXT (LEN bytes) to DIR/NAME, making NAME's directory. */
+static void
+put_file(const char *dir, const char *name, const char *text, size_t len)
+{
+	char path[PATH_MAX + 64], sub[PATH_MAX + 64];
+	const char *slash = strrchr(name, '/');
+	FILE *f;
+
+	if (slash) {
+		snprintf(sub, sizeof(sub), "%s/%.*s", dir, (int)(slash - name), name);
+		assert_int_equal(mkdir(sub, 0755), 0);
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* The command mode_build() makes of CMD under --torch-launcher T, in DIR;
+ * its launcher module ("launch", "run" or "" when none) and the note. */
+static void
+torch_case(const char *dir, const char *const *cmd, enum mode_torch t, const char *want,
+           const char *note)
+{
+	struct mode_launch l;
+	struct job j;
+	char err[256];
+	const char *got = "";
+
+	job_init(&j, MODE_PYTORCH, 2, NULL, 1, 0, cmd);
+	j.plan.torch_launcher = t;
+	j.plan.workdir = dir;
+	assert_int_equal(mode_build(&j.plan, &l, err, sizeof(err)), 0);
+	for (size_t i = 0; l.argv[i]; i++)
+		if (strncmp(l.argv[i], "torch.distributed.", 18) == 0 && strcmp(l.argv[i - 1], "-m") == 0)
+			got = l.argv[i] + 18;
+	if (strcmp(got, want) != 0)
+		fail_msg("%s: launcher \"%s\", want \"%s\"", cmd[1], got, want);
+	if (!note)
+		assert_null(l.note);
+	else if (!l.note || !strstr(l.note, note))
+		fail_msg("%s: note \"%s\" lacks \"%s\"", cmd[1], l.note ? l.note : "(none)", note);
+	mode_launch_free(&l);
+}
+
+/*
+ * --torch-launcher auto (the default) reads the script: one that declares
+ * --local_rank or --local-rank gets torch.distributed.launch, which passes
+ * it; one that does not gets torch.distributed.run, whose workers read
+ * LOCAL_RANK (pytorch/examples' ddp-tutorial-series/multinode.py is one).
+ * What cannot be read keeps the manual's launch.  The note says which and
+ * why; launch and run given are taken as they are.
+ */
+static void
+test_torch_auto(void **state)
+{
+	struct tmp *d = *state;
+	static const char legacy[] = "import argparse\np = argparse.ArgumentParser()\n"
+		"p.add_argument(\"--local_rank\", type=int, default=0)\nargs = p.parse_args()\n";
+	static const char dash[] = "parser.add_argument('--local-rank', '--local_rank', type=int)\n";
+	static const char argv_style[] = "import sys\nfor a in sys.argv:\n"
+		"    if a.startswith(\"--local_rank=\"):\n        lr = int(a.split('=')[1])\n";
+	static const char modern[] = "# torchrun passes no --local_rank; LOCAL_RANK is read\n"
+		"import argparse, os\np = argparse.ArgumentParser()\n"
+		"p.add_argument('total_epochs', type=int)\np.add_argument('--local_rank_file')\n"
+		"p.parse_args()\nlocal_rank = int(os.environ[\"LOCAL_RANK\"])\n";
+	static const char zipapp[] = "PK\003\004\0\0--local_rank";
+	static const char *const c_legacy[] = { "python3", "legacy.py", NULL };
+	static const char *const c_dash[] = { "python3", "dash.py", "--epochs", "3", NULL };
+	static const char *const c_argv[] = { "python3", "-u", "argv_style.py", NULL };
+	static const char *const c_modern[] = { "env", "A=1", "python3", "modern.py", "10", NULL };
+	static const char *const c_zip[] = { "python3", "app.pyz", NULL };
+	static const char *const c_missing[] = { "python3", "missing.py", NULL };
+	static const char *const c_dir[] = { "python3", "pkg", NULL };
+	static const char *const c_mod[] = { "python3", "-m", "pkg.train", NULL };
+	static const char *const c_mainmod[] = { "python3", "-m", "app", NULL };
+	static const char *const c_nomod[] = { "python3", "-m", "site.train", NULL };
+	static const char *const c_torchrun[] = { "torchrun", "--nproc_per_node=2", "modern.py", NULL };
+	char abs[PATH_MAX + 32];
+	const char *c_abs[] = { "python3", abs, NULL };
+
+	put_file(d->dir, "legacy.py", legacy, sizeof(legacy) - 1);
+	put_file(d->dir, "dash.py", dash, sizeof(dash) - 1);
+	put_file(d->dir, "argv_style.py", argv_style, sizeof(argv_style) - 1);
+	put_file(d->dir, "modern.py", modern, sizeof(modern) - 1);
+	put_file(d->dir, "app.pyz", zipapp, sizeof(zipapp) - 1);
+	put_file(d->dir, "pkg/train.py", legacy, sizeof(legacy) - 1);
+	put_file(d->dir, "app/__main__.py", modern, sizeof(modern) - 1);
+
+	torch_case(d->dir, c_legacy, MODE_TORCH_AUTO, "launch",
+	           "torch.distributed.launch: legacy.py declares a --local_rank option");
+	torch_case(d->dir, c_dash, MODE_TORCH_AUTO, "launch", "dash.py declares a --local_rank");
+	torch_case(d->dir, c_argv, MODE_TORCH_AUTO, "launch", "argv_style.py declares a");
+	torch_case(d->dir, c_modern, MODE_TORCH_AUTO, "run",
+	           "torch.distributed.run: modern.py declares no --local_rank option");
+	torch_case(d->dir, c_zip, MODE_TORCH_AUTO, "launch", "app.pyz cannot be read (not text)");
+	torch_case(d->dir, c_missing, MODE_TORCH_AUTO, "launch",
+	           "torch.distributed.launch, the manual's: missing.py cannot be read (No such file");
+	torch_case(d->dir, c_dir, MODE_TORCH_AUTO, "launch", "pkg cannot be read (Is a directory)");
+	torch_case(d->dir, c_mod, MODE_TORCH_AUTO, "launch", "pkg/train.py declares a");
+	torch_case(d->dir, c_mainmod, MODE_TORCH_AUTO, "run", "app/__main__.py declares no");
+	torch_case(d->dir, c_nomod, MODE_TORCH_AUTO, "launch", "module site.train is not found in the working directory");
+	/* given, it is taken as it is */
+	torch_case(d->dir, c_modern, MODE_TORCH_LAUNCH, "launch",
+	           "torch.distributed.launch (--torch-launcher launch)");
+	torch_case(d->dir, c_legacy, MODE_TORCH_RUN, "run", "torch.distributed.run (--torch-launcher run)");
+	/* a command vigil does not put under a launcher has no note */
+	torch_case(d->dir, c_torchrun, MODE_TORCH_AUTO, "", NULL);
+	/* an absolute path, whatever the working directory */
+	snprintf(abs, sizeof(abs), "%s/modern.py", d->dir);
+	torch_case("/nonexistent", c_abs, MODE_TORCH_AUTO, "run", "declares no --local_rank");
+}
+
+/* A failure vigil knows the fix for: a script that rejects --local_rank. */
+static void
+test_failure_hint(void **state)
+{
+	static const char argparse[] = "usage: t.py [-h]\nt.py: error: unrecognized arguments: "
+		"--local_rank=0\nERROR:torch.distributed.elastic:failed (exitcode: 2)\n";
+	static const char torch2[] = "t.py: error: unrecognized arguments: --foo --local-rank=1";
+	static const char other[] = "t.py: error: unrecognized arguments: --foo\n--local_rank=0 was given\n";
+
+	(void)state;
+	assert_non_null(mode_failure_hint(MODE_PYTORCH, argparse, sizeof(argparse) - 1));
+	assert_non_null(strstr(mode_failure_hint(MODE_PYTORCH, argparse, sizeof(argparse) - 1),
+	                       "--torch-launcher run"));
+	assert_non_null(mode_failure_hint(MODE_PYTORCH, torch2, sizeof(torch2) - 1));
+	assert_null(mode_failure_hint(MODE_PYTORCH, other, sizeof(other) - 1));
+	assert_null(mode_failure_hint(MODE_DEEPSPEED, argparse, sizeof(argparse) - 1));
+	assert_null(mode_failure_hint(MODE_PYTORCH, argparse, 20));
+	assert_null(mode_failure_hint(MODE_PYTORCH, "", 0));
 }
 
 static void
@@ -1227,10 +1546,6 @@ test_describe(void **state)
 	free(text);
 	mode_launch_free(&l);
 }
-
-struct tmp {
-	char dir[PATH_MAX];
-};
 
 static int
 tmp_setup(void **state)
@@ -1478,6 +1793,11 @@ main(void)
 		cmocka_unit_test(test_identity_every_mode),
 		cmocka_unit_test(test_deepspeed),
 		cmocka_unit_test(test_expand),
+		cmocka_unit_test(test_expand_shell),
+		cmocka_unit_test(test_env_kept),
+		cmocka_unit_test(test_torch_monitor),
+		cmocka_unit_test_setup_teardown(test_torch_auto, tmp_setup, tmp_teardown),
+		cmocka_unit_test(test_failure_hint),
 		cmocka_unit_test(test_mixed_vendors),
 		cmocka_unit_test(test_pytorch_shell),
 		cmocka_unit_test(test_torch_workaround),
