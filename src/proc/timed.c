@@ -4,6 +4,7 @@
  * The child's only channel back is a pipe; the parent polls it with what
  * is left of the deadline, so a child stuck in the kernel (a dead NFS
  * server, an unanswered RPC) costs the caller the timeout and no more.
+ * A timed_run() child writes nowhere else: its 0, 1 and 2 are /dev/null.
  */
 #include "autoconf.h"
 
@@ -160,6 +161,33 @@ fail:
 	return rc;
 }
 
+/*
+ * In the child: 0, 1 and 2 onto /dev/null, OUT (the result pipe) moved
+ * above them first.  A child stuck in the kernel (a dead NFS mount) outlives
+ * its SIGKILL; holding its parent's stdout or stderr, it would keep the
+ * reader of the parent's output (slurmd, for a HealthCheckProgram) waiting
+ * for an EOF that comes only when the kernel call returns.  Returns the
+ * result pipe's descriptor, or -1.  Async-signal-safe.
+ */
+static int
+quiet_stdio(int out)
+{
+	int null;
+
+	out = spawn_above_stdio(out);
+	if (out < 0)
+		return -1;
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0)
+		return -1;
+	for (int fd = 0; fd <= 2; fd++)
+		if (null != fd && dup2(null, fd) < 0)
+			return -1;
+	if (null > 2)
+		(void)close(null);
+	return out;
+}
+
 static int
 check_timeout(double timeout_s, int64_t *deadline)
 {
@@ -191,13 +219,18 @@ timed_run(timed_fn *fn, void *arg, double timeout_s, char *buf, size_t max,
 		return pid;
 	}
 	if (pid == 0) {
+		int out;
+
 		(void)close(fds[0]);
+		out = quiet_stdio(fds[1]);
+		if (out < 0)
+			_exit(1);
 		spawn_child_ready(NULL);
 		/* A parent that gave up has closed its end: the write fails
 		 * with EPIPE and the child ends instead of dying of SIGPIPE
 		 * somewhere inside FN. */
 		(void)signal(SIGPIPE, SIG_IGN);
-		_exit(fn(arg, fds[1]) & 0xff);
+		_exit(fn(arg, out) & 0xff);
 	}
 	(void)close(fds[1]);
 	rc = collect(pid, fds[0], deadline, true, buf, max, &len, status);

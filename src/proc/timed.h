@@ -25,7 +25,9 @@ typedef int timed_fn(void *arg, int fd);
  * status (status may be NULL); -ETIMEDOUT when the deadline passed; -EINVAL
  * when TIMEOUT_S is not a positive number; another negative errno if the
  * fork or pipe failed.  Output past MAX is read and dropped, so a child that
- * writes more does not block.
+ * writes more does not block.  The child's standard input, output and
+ * error are /dev/null (and so are those of every process it forks): a
+ * child stuck in the kernel past the deadline holds none of the caller's.
  */
 ssize_t timed_run(timed_fn *fn, void *arg, double timeout_s,
                   char *buf, size_t max, int *status);

@@ -163,6 +163,48 @@ test_run_timeout(void **state)
 	close(report[1]);
 }
 
+/* The child reports, for 0, 1 and 2, whether each is /dev/null. */
+static int
+fn_stdio(void *arg, int fd)
+{
+	struct stat null, st;
+	char ans[3];
+
+	(void)arg;
+	if (stat("/dev/null", &null) < 0)
+		return 1;
+	for (int i = 0; i < 3; i++)
+		ans[i] = fstat(i, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == null.st_rdev
+		         ? 'n' : 'x';
+	return write_all(fd, ans, sizeof(ans)) < 0 ? 1 : 0;
+}
+
+/*
+ * A child writes only to its result pipe: its 0, 1 and 2 are /dev/null,
+ * so one stuck in the kernel holds none of the caller's (slurmd waits for
+ * a HealthCheckProgram's output to reach EOF), also when the caller
+ * itself started with them closed.
+ */
+static void
+test_run_stdio_is_null(void **state)
+{
+	char buf[8];
+	int saved;
+
+	(void)state;
+	assert_int_equal(timed_run(fn_stdio, NULL, 5, buf, sizeof(buf), NULL), 3);
+	assert_memory_equal(buf, "nnn", 3);
+	/* the caller's stdout closed: the result pipe may land on 1 */
+	saved = dup(STDOUT_FILENO);
+	assert_true(saved > 2);
+	close(STDOUT_FILENO);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(timed_run(fn_stdio, NULL, 5, buf, sizeof(buf), NULL), 3);
+	assert_int_equal(dup2(saved, STDOUT_FILENO), STDOUT_FILENO);
+	close(saved);
+	assert_memory_equal(buf, "nnn", 3);
+}
+
 static int
 fn_flood(void *arg, int fd)
 {
@@ -395,6 +437,7 @@ main(void)
 		cmocka_unit_test(test_run_exit_status),
 		cmocka_unit_test(test_run_timeout),
 		cmocka_unit_test(test_run_truncates),
+		cmocka_unit_test(test_run_stdio_is_null),
 		cmocka_unit_test(test_run_bad_timeout),
 		cmocka_unit_test(test_exec_status_and_output),
 		cmocka_unit_test(test_exec_signal_status),
