@@ -350,7 +350,14 @@ path_details(struct run *run, cJSON *arr, const struct config_path *c, const str
 	cJSON *o = jobj(run, arr, NULL);
 
 	jstr(run, o, "path", c->path);
-	jbool(run, o, "timed_out", p->rc == -ETIMEDOUT);
+	/* A probe still stuck from an earlier check: as unresponsive as a
+	 * timeout, and not probed again. */
+	jbool(run, o, "timed_out", p->rc == -ETIMEDOUT || p->rc == -EALREADY);
+	if (p->rc == -EALREADY) {
+		jnum(run, o, "stuck_pid", p->stuck_pid);
+		jnum(run, o, "stuck_seconds", (double)(long long)p->stuck_s);
+		return;
+	}
 	if (p->rc == -ETIMEDOUT)
 		return;
 	if (p->rc < 0 || dir->err || dir->not_dir) {

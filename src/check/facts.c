@@ -3,8 +3,10 @@
  *
  * Reads go through hwmon (sysfs, procfs), libnuma and getrlimit; work that
  * may block goes to children under one deadline (fanout_run()): the
- * storage probes and the vendors' libraries.  Each fact keeps its errno
- * when it could not be read, for the judge to weigh.
+ * storage probes (each marked, so that one stuck from an earlier run is
+ * found again rather than started anew: proc/stuck.h) and the vendors'
+ * libraries.  Each fact keeps its errno when it could not be read, for
+ * the judge to weigh.
  */
 #include "autoconf.h"
 
@@ -23,6 +25,7 @@
 #include "check/facts.h"
 #include "lib/util.h"
 #include "proc/fanout.h"
+#include "proc/stuck.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -106,6 +109,8 @@ probe_child(void *arg, int out)
 
 	memset(&rep, 0, sizeof(rep));
 	rep.write_err = -1;
+	/* Unmarked, it still runs: the next call just cannot find it. */
+	(void)stuck_mark(a->path);
 	fd = open(a->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0 && errno == EACCES)
 		fd = open(a->path, O_PATH | O_CLOEXEC);  /* searchable, not listable */
@@ -156,34 +161,122 @@ dir_done(const struct fanout_job *job, struct facts_path *out)
 		memset(&out->dir, 0, sizeof(out->dir));
 }
 
+/* The probes to start: one per path, but none on a path where one is stuck. */
+struct dirs {
+	struct probe_arg *args;   /* each probe's */
+	size_t *path;             /* each probe's path, by its index */
+	size_t n;                 /* probes */
+	size_t first;             /* the first probe's job */
+};
+
+/*
+ * The probes already at work on each of the N PATHS: STUCK[i] for one
+ * stuck for TIMEOUT_S or more, else pid 0.  A younger one belongs to a
+ * check still running (slurmd may start a health check before the last
+ * one has ended): rather than start a second probe beside it, wait, within
+ * TIMEOUT_S, until it has returned (the path is probed anew) or has been
+ * stuck for TIMEOUT_S.  /proc unreadable: none.
+ */
+static void
+await_probes(const char *const *paths, size_t n, double timeout_s, struct stuck *stuck)
+{
+	double until = util_now_s() + timeout_s;
+	struct timespec nap = { 0, 100 * 1000000L };
+
+	for (;;) {
+		bool young = false;
+
+		if (stuck_find(paths, n, 0, stuck) < 0)
+			break;
+		for (size_t i = 0; i < n; i++)
+			young |= stuck[i].pid && stuck[i].age_s < timeout_s;
+		if (!young || util_now_s() >= until)
+			break;
+		(void)nanosleep(&nap, NULL);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (stuck[i].age_s < timeout_s)
+			stuck[i].pid = 0;
+}
+
+/*
+ * Plan the probes of the N PATHS as jobs from JOBS[*NJOBS] on (room for N
+ * more): a path on which the probe of an earlier call is still stuck (for
+ * TIMEOUT_S or more) gets OUT[i].rc -EALREADY and no job.  0 or -ENOMEM;
+ * release D with dirs_free() either way.
+ */
+static int
+dirs_plan(struct dirs *d, const char *const *paths, const bool *writable, size_t n,
+          double timeout_s, struct fanout_job *jobs, size_t *njobs, struct facts_path *out)
+{
+	struct stuck *stuck = calloc(n, sizeof(*stuck));
+
+	memset(d, 0, sizeof(*d));
+	d->first = *njobs;
+	d->args = calloc(n, sizeof(*d->args));
+	d->path = calloc(n, sizeof(*d->path));
+	if (!stuck || !d->args || !d->path) {
+		free(stuck);
+		return -ENOMEM;
+	}
+	await_probes(paths, n, timeout_s, stuck);
+	for (size_t i = 0; i < n; i++) {
+		if (stuck[i].pid) {
+			out[i] = (struct facts_path){ .rc = -EALREADY, .stuck_pid = (int)stuck[i].pid,
+			                              .stuck_s = stuck[i].age_s };
+			continue;
+		}
+		d->args[d->n] = (struct probe_arg){ paths[i], writable && writable[i] };
+		d->path[d->n] = i;
+		dir_job(&jobs[(*njobs)++], &d->args[d->n], &out[i]);
+		d->n++;
+	}
+	free(stuck);
+	return 0;
+}
+
+/* Each probe's outcome, after fanout_run(). */
+static void
+dirs_done(const struct dirs *d, const struct fanout_job *jobs, struct facts_path *out)
+{
+	for (size_t k = 0; k < d->n; k++)
+		dir_done(&jobs[d->first + k], &out[d->path[k]]);
+}
+
+static void
+dirs_free(struct dirs *d)
+{
+	free(d->args);
+	free(d->path);
+	memset(d, 0, sizeof(*d));
+}
+
 int
 facts_probe_dirs(const char *const *paths, const bool *writable, size_t n, double timeout_s,
                  struct facts_path *out)
 {
-	struct probe_arg *args = NULL;
 	struct fanout_job *jobs = NULL;
+	struct dirs d = { 0 };
+	size_t njobs = 0;
 	int rc;
 
 	if (n == 0)
 		return 0;
-	args = calloc(n, sizeof(*args));
+	if (!(timeout_s > 0)) {
+		for (size_t i = 0; i < n; i++)
+			out[i] = (struct facts_path){ .rc = -EINVAL };
+		return -EINVAL;
+	}
 	jobs = calloc(n, sizeof(*jobs));
-	if (!args || !jobs) {
-		rc = -ENOMEM;
+	rc = jobs ? dirs_plan(&d, paths, writable, n, timeout_s, jobs, &njobs, out) : -ENOMEM;
+	if (rc < 0)
 		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		args[i] = (struct probe_arg){ paths[i], writable && writable[i] };
-		dir_job(&jobs[i], &args[i], &out[i]);
-	}
-	rc = fanout_run(jobs, n, timeout_s);
-	for (size_t i = 0; i < n; i++)
-		dir_done(&jobs[i], &out[i]);
-	if (rc == -EINVAL)
-		goto out;
-	rc = 0;
+	rc = fanout_run(jobs, njobs, timeout_s);
+	dirs_done(&d, jobs, out);
+	if (rc != -EINVAL)
+		rc = 0;
 out:
-	free(args);
+	dirs_free(&d);
 	free(jobs);
 	return rc;
 }
@@ -536,7 +629,9 @@ gather_limits(struct facts_limits *out)
 /* The blocking work of facts_gather(): every path and library at once. */
 struct blocking {
 	struct fanout_job *jobs;
-	struct probe_arg *dirs;
+	struct dirs dirs;
+	const char **paths;
+	bool *writable;
 	struct lib_arg libs[2];
 	size_t lib_job[2];    /* the library's job, when asked */
 	size_t n;
@@ -551,13 +646,17 @@ run_blocking(struct hwmon *hw, const struct config *cfg, struct facts *f)
 	int rc = -ENOMEM;
 
 	b.jobs = calloc(f->npaths + 2, sizeof(*b.jobs));
-	b.dirs = f->npaths ? calloc(f->npaths, sizeof(*b.dirs)) : NULL;
-	if (!b.jobs || (f->npaths && !b.dirs))
+	b.paths = calloc(f->npaths + 1, sizeof(*b.paths));
+	b.writable = calloc(f->npaths + 1, sizeof(*b.writable));
+	if (!b.jobs || !b.paths || !b.writable)
 		goto out;
 	for (size_t i = 0; i < f->npaths; i++) {
-		b.dirs[i] = (struct probe_arg){ cfg->paths[i].path, cfg->paths[i].writable };
-		dir_job(&b.jobs[b.n++], &b.dirs[i], &f->paths[i]);
+		b.paths[i] = cfg->paths[i].path;
+		b.writable[i] = cfg->paths[i].writable;
 	}
+	if (f->npaths && dirs_plan(&b.dirs, b.paths, b.writable, f->npaths, cfg->check_timeout_s,
+	                           b.jobs, &b.n, f->paths) < 0)
+		goto out;
 	/* The vendors' libraries describe the live system only. */
 	f->nvml.asked = live && f->drivers[SLOT_VENDOR_NVIDIA].nslots > 0;
 	f->cndev.asked = live && f->drivers[SLOT_VENDOR_CAMBRICON].nslots > 0;
@@ -571,15 +670,16 @@ run_blocking(struct hwmon *hw, const struct config *cfg, struct facts *f)
 		                                    .size = sizeof(b.libs[l].reply) };
 	}
 	(void)fanout_run(b.jobs, b.n, cfg->check_timeout_s);  /* each job has its rc */
-	for (size_t i = 0; i < f->npaths; i++)
-		dir_done(&b.jobs[i], &f->paths[i]);
+	dirs_done(&b.dirs, b.jobs, f->paths);
 	for (int l = 0; l < 2; l++)
 		if (lib[l]->asked)
 			lib_done(&b.jobs[b.lib_job[l]], &b.libs[l], lib[l]);
 	rc = 0;
 out:
+	dirs_free(&b.dirs);
 	free(b.jobs);
-	free(b.dirs);
+	free(b.paths);
+	free(b.writable);
 	return rc;
 }
 

@@ -70,9 +70,13 @@ struct facts_dir {
 
 /* One storage path: the probe's outcome and, on 0, what it found. */
 struct facts_path {
-	int rc;               /* 0; -ETIMEDOUT; -EPROTO (the probe died); another errno
-	                       * when the probe could not be started */
+	int rc;               /* 0; -ETIMEDOUT; -EALREADY (the probe of an earlier run is
+	                       * still stuck on it: no new one was started); -EPROTO (the
+	                       * probe died); another errno when the probe could not be
+	                       * started */
 	struct facts_dir dir; /* counts only when rc is 0 */
+	int stuck_pid;        /* -EALREADY: that probe's pid, */
+	double stuck_s;       /* ... and how long it has been at it */
 };
 
 struct facts_memory {
@@ -132,7 +136,9 @@ struct facts {
  * limits, and on the live system the vendors' libraries for the slots'
  * vendors.  The storage probes and the library queries run at once, each
  * in its own child, under one deadline of cfg->check_timeout_s: the whole
- * call takes about that long at most, whatever the number of paths.
+ * call takes about that long at most, whatever the number of paths (twice
+ * that at worst, when another check runs at the same time and its probe
+ * of a path is slow: see facts_probe_dirs()).
  *
  * Returns 0 with OUT filled (release with facts_free()), also when
  * nothing could be read: that is what the facts say.  -ENOMEM.  Forks.
@@ -184,10 +190,15 @@ int facts_gather_memory(struct hwmon *hw, bool libnuma, struct facts_memory *out
  * of TIMEOUT_S: open PATHS[i] (O_PATH when searchable but not readable),
  * fstat() and fstatvfs() it, and with WRITABLE[i] (WRITABLE may be NULL:
  * none) create and remove a file in it.  A dead NFS server hangs the open
- * or the statvfs; the deadline covers both.  OUT[i] gets each outcome
- * (struct facts_path).  Returns 0, or -EINVAL for a TIMEOUT_S that is not
- * positive, or -ENOMEM.  Blocks up to TIMEOUT_S: a loop callback passes a
- * short one.
+ * or the statvfs; the deadline covers both.  A probe stuck in the kernel
+ * outlives its SIGKILL (proc/stuck.h): a path on which the probe of an
+ * earlier call is still stuck, for TIMEOUT_S or more, gets no new probe
+ * and the rc -EALREADY, so that stuck processes do not pile up; one that a
+ * call still running has at work (younger) is waited for, within
+ * TIMEOUT_S, instead of probed twice at once.  OUT[i]
+ * gets each outcome (struct facts_path).  Returns 0, or -EINVAL for a
+ * TIMEOUT_S that is not positive, or -ENOMEM.  Blocks up to TIMEOUT_S: a
+ * loop callback passes a short one.
  */
 int facts_probe_dirs(const char *const *paths, const bool *writable, size_t n,
                      double timeout_s, struct facts_path *out);

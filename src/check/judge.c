@@ -353,6 +353,13 @@ judge_path(struct judge *j, const struct config_path *c, const struct facts_path
 	char buf[PATH_IN_REASON + 1];
 	const char *p = short_path(c->path, buf, sizeof(buf));
 
+	/* As unresponsive as a timeout, and known sooner: no new probe ran. */
+	if (f->rc == -EALREADY) {
+		judge_say(j, VERDICT_FAIL, "storage", c->path,
+		          "%s: still stuck: an earlier probe has not returned in %.0f s (pid %d)", p,
+		          f->stuck_s, f->stuck_pid);
+		return;
+	}
 	if (f->rc == -EPROTO) {
 		judge_say(j, r->probe_trouble, "storage", c->path, "%s: the probe failed", p);
 		return;

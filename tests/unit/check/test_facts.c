@@ -16,11 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check/facts.h"
+#include "proc/stuck.h"
 #include "conf/config.h"
 #include "sys/hwmon.h"
 
@@ -330,6 +333,87 @@ test_gather_paths_at_once(void **state)
 	reap_orphans();
 }
 
+/* A child standing for a probe of PATH: marked, and at work for MS
+ * milliseconds (< 0: until killed). */
+static pid_t
+probe_standin(const char *path, int ms)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (stuck_mark(path) < 0)
+			_exit(1);
+		if (ms >= 0) {
+			usleep((useconds_t)ms * 1000);
+			_exit(0);
+		}
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+/*
+ * A probe stuck in the kernel outlives its SIGKILL: a path whose probe is
+ * still at work after the deadline gets no second one, and says so; a
+ * probe of a check still running is waited for, not doubled.  The path is
+ * a FIFO, on which a new probe would block until the deadline.
+ */
+static void
+test_probe_stuck_earlier(void **state)
+{
+	struct fix *f = *state;
+	char fifo[600], good[600];
+	const char *paths[2] = { fifo, good };
+	struct facts_path out[2];
+	double t0, elapsed;
+	pid_t old, young;
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo", f->root);
+	snprintf(good, sizeof(good), "%s/good", f->root);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(mkdir(good, 0755), 0);
+
+	/* stuck since before the deadline: reported at once, not probed */
+	old = probe_standin(fifo, -1);
+	usleep(600000);
+	t0 = now();
+	assert_int_equal(facts_probe_dirs(paths, NULL, 2, 0.5, out), 0);
+	elapsed = now() - t0;
+	assert_true(elapsed < 0.4);
+	assert_int_equal(out[0].rc, -EALREADY);
+	assert_int_equal(out[0].stuck_pid, old);
+	assert_true(out[0].stuck_s >= 0.5);
+	assert_int_equal(out[1].rc, 0);
+	kill(old, SIGKILL);
+	waitpid(old, NULL, 0);
+
+	/* a check still running probes the FIFO: waited for until it has
+	 * been at it for the deadline, then reported, still not doubled */
+	young = probe_standin(fifo, -1);
+	usleep(100000);
+	t0 = now();
+	assert_int_equal(facts_probe_dirs(paths, NULL, 2, 0.8, out), 0);
+	elapsed = now() - t0;
+	print_message("  waited %.3f s for a probe 0.1 s old, deadline 0.8 s\n", elapsed);
+	assert_true(elapsed >= 0.5);
+	assert_true(elapsed < 1.5);
+	assert_int_equal(out[0].rc, -EALREADY);
+	assert_int_equal(out[0].stuck_pid, young);
+	kill(young, SIGKILL);
+	waitpid(young, NULL, 0);
+
+	/* ... and one that returns meanwhile: the path is probed anew */
+	young = probe_standin(good, 200);
+	usleep(50000);
+	assert_int_equal(facts_probe_dirs(&paths[1], NULL, 1, 2, out), 0);
+	assert_int_equal(out[0].rc, 0);
+	assert_int_equal(out[0].dir.err, 0);
+	waitpid(young, NULL, 0);
+	reap_orphans();
+}
+
 int
 main(void)
 {
@@ -342,6 +426,7 @@ main(void)
 		T(test_memory),
 		T(test_probe_dirs),
 		T(test_gather_paths_at_once),
+		T(test_probe_stuck_earlier),
 	};
 #undef T
 

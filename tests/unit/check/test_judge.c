@@ -540,6 +540,24 @@ test_paths_timeouts(void **state)
 	}
 }
 
+/* A path whose probe from an earlier check is still stuck: a failure of
+ * its own, with the stuck probe's pid and age; a timeout beside it still
+ * reads as one. */
+static void
+test_paths_still_stuck(void **state)
+{
+	struct fix *x = *state;
+	struct config_path c[2] = { cpath("/mnt/dead", 0), cpath("/mnt/slow", 0) };
+	struct facts_path f[2] = { fpath(-EALREADY, 0), fpath(-ETIMEDOUT, 0) };
+
+	f[0].stuck_pid = 4242;
+	f[0].stuck_s = 63.4;
+	judge_paths(&x->j, c, f, 2, &x->r);
+	expect_at(x, 2, 0, "storage", "/mnt/slow", VERDICT_FAIL, "/mnt/slow timed out after 10 s");
+	expect_at(x, 2, 1, "storage", "/mnt/dead", VERDICT_FAIL,
+	          "/mnt/dead: still stuck: an earlier probe has not returned in 63 s (pid 4242)");
+}
+
 static void
 test_paths_problems(void **state)
 {
@@ -898,6 +916,7 @@ main(void)
 		T(test_library),
 		T(test_memory),
 		T(test_paths_timeouts),
+		T(test_paths_still_stuck),
 		T(test_paths_problems),
 		T(test_paths_long),
 		T(test_shm),
