@@ -96,4 +96,11 @@ expect_match "slot shortfall reason" '^vigil: slots: .*2.*4' "$out"
 out=$("$VIGIL" check --sysfs-root "$SCRATCH/root2" --topology "$PASCAL" --config "$SCRATCH/four.json" --slots 2 2>&1); rc=$?
 expect_eq "--slots overrides the file" 0 "$rc"
 
+# The example configuration the README points to is one vigil reads: this
+# node fails its checks (80), but no key of it is refused (78).
+example="${TESTS_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}/../contrib/vigil.json.example"
+out=$("$VIGIL" check --sysfs-root "$SCRATCH/root2" --topology "$PASCAL" --config "$example" 2>&1); rc=$?
+expect_eq "contrib/vigil.json.example is read: unhealthy here, not refused" 80 "$rc"
+expect_match "its checks ran" 'slots: found [0-9]+ slots?, expected 8' "$out"
+
 finish
