@@ -129,6 +129,7 @@ struct node {
 	struct node_opts o;
 	const struct run_opts *ro;
 	char *name;
+	char link_down[256];  /* the last inspection's failing NIC or IB port of its own; "" */
 	struct loop *loop;
 	struct node_ops ops;
 
@@ -657,6 +658,27 @@ report_findings(struct node *n, const struct finding *f, size_t nf)
 	free(mf);
 }
 
+/* The first failing NIC or InfiniBand port among F, or none: what tells a
+ * node it is cut off itself (node_link_down()). */
+static void
+note_link(struct node *n, const struct finding *f, size_t nf)
+{
+	n->link_down[0] = '\0';
+	for (size_t i = 0; i < nf; i++) {
+		if (f[i].verdict == VERDICT_FAIL &&
+		    (strcmp(f[i].what, "nic") == 0 || strcmp(f[i].what, "ib") == 0)) {
+			snprintf(n->link_down, sizeof(n->link_down), "%s", f[i].evidence);
+			return;
+		}
+	}
+}
+
+const char *
+node_link_down(const struct node *n)
+{
+	return n->link_down[0] ? n->link_down : NULL;
+}
+
 /* What the vendors' libraries say now (vhealth.h), as inspection findings;
  * XID events no longer watched are also said here, in the node's log. */
 static void
@@ -733,10 +755,12 @@ on_inspect(struct loop *l, void *arg)
 		return LOOP_NOMORE;
 	}
 	rc = inspect_run(n->insp, &f, &nf);
-	if (rc < 0)
+	if (rc < 0) {
 		LOG_WARN("inspection failed: %s", strerror(-rc));
-	else
+	} else {
+		note_link(n, f, nf);
 		report_findings(n, f, nf);
+	}
 	free(f);
 	take_board_findings(n);
 	send_usage(n);

@@ -99,6 +99,10 @@ void node_signal(struct node *n, int sig);
  * restart) is due soon. */
 bool node_waiting(const struct node *n);
 
+/* The evidence of a required NIC or InfiniBand port of this node's own
+ * that its last inspection found failing ("eth1 is down (...)"), or NULL. */
+const char *node_link_down(const struct node *n);
+
 /* This node trains in the current attempt (it has timing lines to contribute). */
 bool node_trains(const struct node *n);
 

@@ -240,13 +240,21 @@ static void
 alone(struct job *j)
 {
 	int r[WATCH_LINE_MAX + 1], n = watch_unheard(j->watch, r);
+	const char *link = node_link_down(j->node);
 	char who[600];
 
 	names(j, r, n, who, sizeof(who));
-	LOG_WARN("nobody took over as the coordinator (no word from %s): this node ends on its "
-	         "own (it may be the one cut off)", who);
-	record(j, "nobody took over as the coordinator, and %s said nothing: this node ends on "
-	       "its own (it may be the one cut off)", who);
+	if (link) {
+		/* its own link is down: it names nobody, whatever the job's size */
+		LOG_WARN("this node is cut off (%s): it names nobody and ends on its own", link);
+		record(j, "this node is cut off itself (%s), and %s said nothing: it names nobody "
+		       "and ends on its own", link, who);
+	} else {
+		LOG_WARN("nobody took over as the coordinator (no word from %s): this node ends on "
+		         "its own (it may be the one cut off)", who);
+		record(j, "nobody took over as the coordinator, and %s said nothing: this node ends "
+		       "on its own (it may be the one cut off)", who);
+	}
 	j->alone = true;
 	if (!j->held || node_waiting(j->node)) {
 		orphan_end(j);
@@ -321,6 +329,7 @@ on_watch(struct loop *l, void *arg)
 	/* what has arrived first: silence is judged on what was read */
 	if (job_route_all(j) < 0)
 		return (long)(j->o->heartbeat_s * 500);
+	watch_cut_off(j->watch, node_link_down(j->node) != NULL);
 	while (j->phase == PH_RUN && !j->coord && (a = watch_tick(j->watch, now)) != WATCH_NONE)
 		takeover_act(j, a, now);
 	/* a training that outlived its grace and its KILL does not hold MPI back */

@@ -31,6 +31,7 @@ struct watch {
 	bool *voted;            /* in line: who lost the coordinator */
 	int votes;
 	bool decided;           /* took over, follows a successor, or gave up */
+	bool cut_off;           /* this node's own link is down: its vote is void */
 };
 
 struct watch *
@@ -108,11 +109,19 @@ count(struct watch *w, int rank)
 }
 
 /* More than half of the job's ranks lost the coordinator; in a job of two,
- * the one left (there is nobody else to ask). */
+ * the one left (there is nobody else to ask), unless its own link is down. */
 static bool
 majority(const struct watch *w)
 {
-	return 2 * w->votes > w->o.size || (w->o.size == 2 && w->votes >= 1);
+	int votes = w->votes - (w->cut_off && w->voted && w->voted[w->o.self] ? 1 : 0);
+
+	return 2 * votes > w->o.size || (w->o.size == 2 && votes >= 1);
+}
+
+void
+watch_cut_off(struct watch *w, bool cut_off)
+{
+	w->cut_off = cut_off;
 }
 
 void
@@ -166,7 +175,8 @@ after_loss(struct watch *w, double now)
 
 	if (w->place > 0 && w->ready_at < 0 && majority(w))
 		w->ready_at = now;
-	if (w->ready_at >= 0 && now >= w->ready_at + (w->place - 1) * turn && before_silent(w)) {
+	if (w->ready_at >= 0 && majority(w) && now >= w->ready_at + (w->place - 1) * turn &&
+	    before_silent(w)) {
 		w->decided = true;
 		w->leader = w->o.self;
 		return WATCH_TAKE_OVER;

@@ -77,6 +77,15 @@ void watch_heard(struct watch *w, int rank, double now);
 void watch_vote(struct watch *w, int rank, double now);
 
 /*
+ * Whether this node's own network link is down (its inspection found a
+ * required NIC or InfiniBand port failing).  A node cut off by its own
+ * link lost the coordinator through no fault of the coordinator's: its
+ * own vote then counts for nothing, so in a job of two, where that vote
+ * is the majority, it never takes over and names nobody.
+ */
+void watch_cut_off(struct watch *w, bool cut_off);
+
+/*
  * RANK spoke as the coordinator (a heartbeat, a command, the end of the
  * job).  From a successor in line, once the coordinator is lost or about
  * to be: RANK took over, and this node follows it (watch_coordinator());

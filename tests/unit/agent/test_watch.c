@@ -197,6 +197,40 @@ test_two_nodes_survivor_takes_over(void **state)
 	watch_free(w);
 }
 
+/* Two nodes, the one left cut off by its own link: it names nobody and
+ * ends alone, whether it knew before the loss or only after it; with
+ * its link back before its turn, it takes over. */
+static void
+test_two_nodes_cut_off_names_nobody(void **state)
+{
+	struct watch *w = make(1, 2);
+	double at = 0, alone = 0;
+
+	(void)state;
+	watch_cut_off(w, true);
+	assert_int_equal(run(w, 0.25, 20, false, &at), WATCH_LOST);
+	assert_int_equal(run(w, at + 0.25, at + 120, false, &alone), WATCH_ALONE);
+	assert_true(alone >= watch_alone_at(w) - 1e-9);
+	assert_int_equal(watch_coordinator(w), -1);
+	watch_free(w);
+
+	/* learned only after the loss, before the decision */
+	w = make(1, 2);
+	assert_int_equal(run(w, 0.25, 20, false, &at), WATCH_LOST);
+	watch_cut_off(w, true);
+	assert_int_equal(run(w, at + 0.25, at + 120, false, NULL), WATCH_ALONE);
+	watch_free(w);
+
+	/* the link came back: the survivor's own vote counts again */
+	w = make(1, 2);
+	watch_cut_off(w, true);
+	assert_int_equal(run(w, 0.25, 20, false, &at), WATCH_LOST);
+	assert_int_equal(watch_tick(w, at + 0.25), WATCH_NONE);
+	watch_cut_off(w, false);
+	assert_int_equal(watch_tick(w, at + 0.5), WATCH_TAKE_OVER);
+	watch_free(w);
+}
+
 /* The coordinator and the first in line hang: the second in line takes
  * over with a majority once the first had its turn, and names both. */
 static void
@@ -337,6 +371,7 @@ main(void)
 		cmocka_unit_test(test_successor_alone_does_not_take_over),
 		cmocka_unit_test(test_votes_count_in_line_only),
 		cmocka_unit_test(test_two_nodes_survivor_takes_over),
+		cmocka_unit_test(test_two_nodes_cut_off_names_nobody),
 		cmocka_unit_test(test_second_in_line_takes_over),
 		cmocka_unit_test(test_second_in_line_defers),
 		cmocka_unit_test(test_leader_before_loss),
