@@ -76,6 +76,18 @@ dist_tests="$(make -s print-unit-tests | tr '\n' ' ') tests/layers.sh
 make -j"$jobs" distcheck TESTS="$(echo $dist_tests)" || { show_logs .; exit 1; }
 cd "$top"
 
+step "MPICH: vigil built against MPICH, under mpiexec.hydra"
+# Sites run MPICH-derived MPIs too: the agent built with MPICH's compiler
+# wrapper, the tests that apply under Hydra (no Open MPI options).
+rm -rf build-mpich && mkdir build-mpich && cd build-mpich
+../configure --enable-werror MPICC=mpicc.mpich
+make -j"$jobs"
+make -j"$jobs" check MPIRUN=mpiexec.hydra TESTS="tests/integration/mpich.sh
+	tests/integration/run_single.sh tests/integration/check_single.sh" \
+	|| { show_logs .; exit 1; }
+no_skips .
+cd "$top"
+
 step "unit tests under AddressSanitizer and UndefinedBehaviorSanitizer"
 rm -rf build-asan && mkdir build-asan && cd build-asan
 ../configure --enable-sanitizers=address,undefined --enable-unit-tests --enable-werror
@@ -102,9 +114,9 @@ cd "$top"
 
 # One closing line for whoever reads the log: the tests counted from the
 # automake result files of the plain and the sanitizer builds.
-passed=$(cat build-ci/tests/unit/*/*.trs build-ci/tests/integration/*.trs build-ci/tests/*.trs build-asan/tests/unit/*/*.trs \
+passed=$(cat build-ci/tests/unit/*/*.trs build-ci/tests/integration/*.trs build-ci/tests/*.trs build-asan/tests/unit/*/*.trs build-mpich/tests/integration/*.trs \
 	| grep -c '^:test-result: PASS' || true)
-failed=$(cat build-ci/tests/unit/*/*.trs build-ci/tests/integration/*.trs build-ci/tests/*.trs build-asan/tests/unit/*/*.trs \
+failed=$(cat build-ci/tests/unit/*/*.trs build-ci/tests/integration/*.trs build-ci/tests/*.trs build-asan/tests/unit/*/*.trs build-mpich/tests/integration/*.trs \
 	| grep -cE '^:test-result: (FAIL|ERROR|XPASS)' || true)
 step "all passed"
 echo "tests: $passed passed, $failed failed"
