@@ -1409,16 +1409,17 @@ coord_hold(const struct coord *c)
 	return coord_exit_code(c) != 0 ? c->o.hold_s : 0;
 }
 
-void
+int
 coord_finish(struct coord *c, int cycles, double now)
 {
 	const char *state = coord_state(c);
 	int code = coord_exit_code(c);
 	struct msg m = { .kind = MSG_FINAL };
 	char *text;
+	int told = 0;
 
 	if (!can(c, COORD_EV_FINISHED))
-		return;
+		return 0;
 	coord_say_end(c, state, code, now);
 	m.u.final.exit_code = code;
 	m.u.final.state = state;
@@ -1427,8 +1428,11 @@ coord_finish(struct coord *c, int cycles, double now)
 	m.u.final.cycles = cycles;
 	text = msg_encode(&m);
 	for (int r = 0; text && r < c->n; r++)
-		if (r != c->o.self && !c->nodes[r].lost)
+		if (r != c->o.self && !c->nodes[r].lost) {
 			send_text(c, r, MSG_FINAL, text);
+			told++;
+		}
 	free(text);
 	step(c, COORD_EV_FINISHED, now);
+	return told;
 }

@@ -214,9 +214,10 @@ double coord_tick(struct coord *c, double now);
  * In FINISHING, once the last timing reduction is done (or given up):
  * the job's status is decided, FINAL goes to every live rank (telling how
  * many reductions CYCLES were started, so each can finish them before
- * MPI_Finalize), and the phase becomes DONE.
+ * MPI_Finalize), and the phase becomes DONE.  Returns how many ranks
+ * FINAL went to (none when called again).
  */
-void coord_finish(struct coord *c, int cycles, double now);
+int coord_finish(struct coord *c, int cycles, double now);
 
 /* ---- what it knows ---------------------------------------------------------- */
 

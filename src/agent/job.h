@@ -89,6 +89,14 @@ struct job {
 
 	int exit_code;
 	bool clean;                  /* MPI_Finalize is safe */
+	/* Not clean, and the coordinator decided the status: it ends the job
+	 * with MPI_Abort(exit_code) (peer_abort()), once the nodes it told
+	 * said BYE, so that mpirun returns that status and not its own 1 for
+	 * ranks that leave without MPI_Finalize.  The others say BYE and
+	 * wait for it (ABORT_WAIT_S at most). */
+	bool abort_end;              /* coordinator */
+	int byes_due, byes;          /* coordinator: nodes told, BYEs heard */
+	bool bye;                    /* another node: say BYE, wait for the abort */
 	double hold;
 };
 
@@ -113,6 +121,13 @@ void job_launch(struct job *j);
 
 /* The job is over for this agent: output, messages and reductions, bounded. */
 void job_drain(struct job *j);
+
+/*
+ * The coordinator decided the job's status and a node is lost (no rank
+ * may MPI_Finalize): on the way out, once the TOLD nodes it gave the end
+ * said BYE, it ends the job at mpirun with MPI_Abort(exit_code).
+ */
+void job_abort_at_end(struct job *j, int told);
 
 /* After every input to the coordinator: has it moved to the end? */
 void job_coordinator_check(struct job *j);

@@ -215,16 +215,19 @@ static void
 conclude(struct job *j)
 {
 	double now = job_now(j);
+	int told;
 
 	if (j->perf && j->o->summary_s > 0)
 		jobperf_summary(j->perf);
 	usage_event(j, now, true);
 	jobfiles_write(j, now);
 	jobfiles_unrecord(j);  /* the report speaks for this node too */
-	coord_finish(j->coord, j->perf ? jobperf_cycles(j->perf) : 0, now);
+	told = coord_finish(j->coord, j->perf ? jobperf_cycles(j->perf) : 0, now);
 	j->exit_code = coord_exit_code(j->coord);
 	j->hold = coord_hold(j->coord);
 	j->clean = j->clean && coord_finalize_safe(j->coord);
+	if (!coord_finalize_safe(j->coord))
+		job_abort_at_end(j, told);
 	end_hooks(j, coord_state(j->coord));
 }
 
@@ -406,6 +409,7 @@ take_final(struct job *j, const struct msg_final *f)
 		return;
 	j->exit_code = f->exit_code;
 	j->clean = j->clean && f->finalize;
+	j->bye = !f->finalize;  /* a node was lost: the coordinator ends the job */
 	j->hold = f->hold;
 	jobfiles_unrecord(j);
 	if (j->perf)
@@ -491,6 +495,10 @@ job_route(struct job *j, int src, int tag, const char *text)
 	case MSG_PREP:
 		if (j->phase == PH_PREP)
 			prep_message(j->prep, src, &m.u.prep, now);
+		break;
+	case MSG_BYE:
+		if (j->abort_end)
+			j->byes++;  /* (the rest are waited for on the way out) */
 		break;
 	case MSG_HEARTBEAT:
 		break;
@@ -944,6 +952,68 @@ job_new_node(struct job *j)
 	return j->node ? 0 : -ENOMEM;
 }
 
+/* The coordinator's abort: ABORT_WAIT_S for it, at most. */
+#define ABORT_WAIT_S 15
+
+void
+job_abort_at_end(struct job *j, int told)
+{
+	if (!peer_is_mpi(j->p) || j->size < 2)
+		return;
+	j->abort_end = true;
+	j->byes_due = told;
+}
+
+/* The coordinator: the BYEs of the nodes it told (DRAIN_MS at most), then
+ * the job's end at mpirun with its status.  Does not return under MPI. */
+static void
+abort_job(struct job *j)
+{
+	double until = util_now_s() + DRAIN_MS / 1000.0;
+	int src, tag, rc = 0;
+	char *msg;
+
+	while (j->byes < j->byes_due && util_now_s() < until && rc >= 0) {
+		rc = peer_poll(j->p, &src, &tag, &msg);
+		if (rc > 0) {
+			j->byes += tag == MSG_BYE;
+			free(msg);
+		} else if (rc == 0) {
+			(void)usleep(2000);
+		}
+	}
+	if (j->byes < j->byes_due)
+		LOG_WARN("%d of %d nodes did not say they were done within %d ms: ending the job",
+		         j->byes_due - j->byes, j->byes_due, DRAIN_MS);
+	LOG_INFO("ending the job at mpirun with status %d (MPI_Abort): a node was lost, so "
+	         "no rank may MPI_Finalize", j->exit_code);
+	peer_abort(j->p, j->exit_code);
+	j->p = NULL;
+}
+
+/* Another node of such a job: BYE, then the coordinator's abort is waited
+ * for with the signals' own actions back (mpirun's SIGTERM ends us). */
+static void
+await_abort(struct job *j)
+{
+	double until;
+	int rc;
+
+	if (peer_send(j->p, job_coord_rank(j), MSG_BYE, "{}") < 0)
+		return;
+	(void)peer_push(j->p);
+	until = util_now_s() + 2;
+	while ((rc = peer_sent(j->p)) == 0 && util_now_s() < until)
+		(void)usleep(2000);
+	if (rc <= 0)
+		return;
+	(void)sigprocmask(SIG_SETMASK, &j->oldmask, NULL);
+	until = util_now_s() + ABORT_WAIT_S;
+	while (util_now_s() < until)
+		(void)usleep(100000);
+	LOG_WARN("the coordinator did not end the job within %d s: leaving", ABORT_WAIT_S);
+}
+
 static void
 tear_down(struct job *j)
 {
@@ -965,6 +1035,10 @@ tear_down(struct job *j)
 		sig_fd_close(j->sigfd);
 	nudge_free(j->nudge);
 	loop_free(j->loop);
+	if (j->p && !j->clean && j->abort_end)
+		abort_job(j);
+	else if (j->p && !j->clean && j->bye)
+		await_abort(j);
 	if (j->p)
 		peer_finalize(j->p, j->clean);
 }

@@ -295,10 +295,11 @@ survey_new_coord(struct job *j, int self)
  * never reported might hold back its part of the tree: then the plan goes
  * to each reporting node in turn, from one buffer.
  */
-static void
+static int
 send_plan(struct job *j, const struct msg_plan *p, const char *text, bool complete)
 {
 	struct msg h = { .kind = MSG_PLAN };
+	int told = 0;
 	size_t len = strlen(text) + 1;
 	char *head = NULL;
 
@@ -312,13 +313,14 @@ send_plan(struct job *j, const struct msg_plan *p, const char *text, bool comple
 		head = msg_encode(&h);
 	}
 	for (int r = 1; r < j->size; r++)
-		if (peer_gather_get(j->pg, r))
-			(void)peer_send(j->p, r, MSG_PLAN, head ? head : text);
+		if (peer_gather_get(j->pg, r) && peer_send(j->p, r, MSG_PLAN, head ? head : text) == 0)
+			told++;
 	if (head && peer_bcast_start(j->p, text, len, &j->bcast) < 0) {
 		LOG_ERR("cannot broadcast the plan: the nodes will give up waiting for it");
 		j->clean = false;
 	}
 	free(head);
+	return told;
 }
 
 /* The coordinator: go or no-go, the plan to every node that reported. */
@@ -329,7 +331,7 @@ plan(struct job *j, bool complete)
 	struct msg m = { .kind = MSG_PLAN };
 	double now = job_now(j);
 	char *text = NULL;
-	int rc;
+	int rc, told = 0;
 
 	j->coord = survey_new_coord(j, 0);
 	rc = j->coord ? take_payloads(j, &g) : -ENOMEM;
@@ -353,7 +355,7 @@ plan(struct job *j, bool complete)
 	m.u.plan.nudge = j->nudge ? j->nudge_at : NULL;
 	text = msg_encode(&m);
 	if (text)
-		send_plan(j, &m.u.plan, text, complete);
+		told = send_plan(j, &m.u.plan, text, complete);
 	free(text);
 	if (!complete)
 		j->clean = false;
@@ -361,6 +363,8 @@ plan(struct job *j, bool complete)
 		(void)incident_job_commit(j->incidents);  /* logged */
 		if (j->o->report)
 			jobfiles_report(j, now);
+		if (!complete)
+			job_abort_at_end(j, told);
 		job_leave(j, m.u.plan.exit_code, j->clean);
 		return;
 	}
@@ -402,6 +406,7 @@ take_plan(struct job *j, const struct msg_plan *p)
 			LOG_WARN("out of memory: this node's hooks keep their own job id");
 	}
 	if (!p->go) {
+		j->bye = !p->finalize;  /* a node never reported: the coordinator ends the job */
 		job_leave(j, p->exit_code, j->clean);
 		return;
 	}

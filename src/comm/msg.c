@@ -63,6 +63,7 @@ msg_kind_name(enum msg_kind kind)
 	case MSG_NOTE: return "note";
 	case MSG_SUSPECT: return "suspect";
 	case MSG_PREP: return "prep";
+	case MSG_BYE: return "bye";
 	}
 	return "?";
 }
@@ -294,7 +295,8 @@ msg_encode(const struct msg *m)
 		put_num(o, "silent", m->u.suspect.silent, &ok);
 		break;
 	case MSG_PREP: encode_prep(o, &m->u.prep, &ok); break;
-	case MSG_HEARTBEAT: break;
+	case MSG_HEARTBEAT:
+	case MSG_BYE: break;
 	default:
 		cJSON_Delete(o);
 		errno = EINVAL;
@@ -649,7 +651,8 @@ msg_decode(enum msg_kind kind, const char *text, int nranks, struct msg *out)
 	case MSG_NOTE: rc = decode_note(o, &out->u.note); break;
 	case MSG_SUSPECT: rc = decode_suspect(o, nranks, &out->u.suspect); break;
 	case MSG_PREP: rc = decode_prep(o, &out->u.prep); break;
-	case MSG_HEARTBEAT: rc = 0; break;
+	case MSG_HEARTBEAT:
+	case MSG_BYE: rc = 0; break;
 	default: rc = -EINVAL; break;
 	}
 	cJSON_Delete(o);
@@ -719,6 +722,7 @@ msg_clear(struct msg *m)
 		xfree(m->u.prep.job);
 		break;
 	case MSG_HEARTBEAT:
+	case MSG_BYE:
 		break;
 	}
 	memset(m, 0, sizeof(*m));

@@ -21,6 +21,8 @@
  *   SUSPECT    node -> successor    the coordinator fell silent here
  *   PREP       node -> coordinator  the preparation (hooks, staging): progress, done
  *              coordinator -> node  still here, or go on to the gather
+ *   BYE        node -> coordinator  done with a job that lost a node: the
+ *                                   coordinator may end it (peer_abort())
  *
  * No I/O, no MPI.  Strings in a decoded message are owned by it and freed
  * by msg_clear() (they are const only so that a message built for
@@ -44,10 +46,11 @@ enum msg_kind {
 	MSG_NOTE = 15,
 	MSG_SUSPECT = 16,
 	MSG_PREP = 17,
+	MSG_BYE = 18,
 };
 
 #define MSG_KIND_MIN MSG_PLAN
-#define MSG_KIND_MAX MSG_PREP
+#define MSG_KIND_MAX MSG_BYE
 
 /* The largest rank a message may name (MPI's int, with room to spare). */
 #define MSG_RANK_MAX (1 << 24)
@@ -172,7 +175,7 @@ struct msg {
 		struct msg_note note;
 		struct msg_suspect suspect;
 		struct msg_prep prep;
-	} u;  /* HEARTBEAT carries nothing */
+	} u;  /* HEARTBEAT and BYE carry nothing */
 };
 
 /* "plan", "result", ...; "?" for another value. */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1258,4 +1259,14 @@ peer_finalize(struct peer *p, bool clean)
 	free(p->sends);
 	free(p->inbox);
 	free(p);
+}
+
+void
+peer_abort(struct peer *p, int code)
+{
+	if (p && p->mpi) {
+		fflush(NULL);  /* MPI_Abort does not come back */
+		MPI_Abort(MPI_COMM_WORLD, code);
+	}
+	peer_finalize(p, false);
 }

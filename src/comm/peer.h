@@ -235,4 +235,14 @@ int peer_reduce_start_among(struct peer *p, const int *ranks, int nranks, unsign
  */
 void peer_finalize(struct peer *p, bool clean);
 
+/*
+ * End the whole job at its launcher with CODE: MPI_Abort(MPI_COMM_WORLD,
+ * CODE), after which mpirun kills every other rank (a stopped one too)
+ * and exits with CODE.  For the coordinator whose job lost a node: its
+ * status would otherwise be lost, as mpirun counts any rank that leaves
+ * without MPI_Finalize a failure (status 1).  Open MPI prints a banner
+ * for it.  Without MPI, frees P and returns; with MPI it does not return.
+ */
+void peer_abort(struct peer *p, int code);
+
 #endif

@@ -68,6 +68,33 @@ expect_eq "report names n2" "error 81 ['n2']" "$(report "$SCRATCH/stop.json" 'r[
 sleep 1
 no_leftovers "after the lost node" "$ck.stop"
 
+# 2a. The same with --min-nodes 2: the training goes on on n0 and n1 and
+#     finishes; vigil decided the job succeeded, and mpirun says so too
+#     (the coordinator ends the job with MPI_Abort(0): a rank that leaves
+#     without MPI_Finalize would otherwise make it exit 1), killing the
+#     stopped agent on its way.
+log="$SCRATCH/elastic-stop.out"
+args=""
+for i in 0 1 2; do
+	args="$args${args:+ :} -np 1 env VIGIL_NODE_NAME=n$i $VIGIL run --precheck off --min-nodes 2 --heartbeat 0.5 --heartbeat-timeout 1.5 --grace 5 --report $SCRATCH/elastic-stop.json --exclude-file $SCRATCH/elastic-stop.excl --tag-output -- sh -c 'exec $SIM --iters 200 --iter-ms 50 --ckpt-dir $ck.es\$RANK'"
+done
+eval "timeout -k 5 90 $MPI $args" >"$log" 2>&1 &
+pid=$!
+wait_ready "$log" 3 || fail "elastic stop: not ready"
+agent=$(agent_of n2 "$ck.es")
+kill -STOP "$agent"
+wait "$pid"; rc=$?
+kill -KILL "$agent" 2>/dev/null
+expect_eq "elastic stop: mpirun returns vigil's status" 0 "$rc"
+expect_match "elastic stop: vigil said so" 'succeeded on 2 of 3 nodes' "$(cat "$log")"
+expect_eq "elastic stop: report" "succeeded 0" "$(report "$SCRATCH/elastic-stop.json" 'r["state"], r["exit_code"]')"
+expect_eq "elastic stop: n2 in the exclude list" n2 "$(cat "$SCRATCH/elastic-stop.excl")"
+expect_no_match "elastic stop: no 'exiting improperly'" 'exiting improperly' "$(cat "$log")"
+expect_no_match "elastic stop: every node said it was done" 'did not say they were done' "$(cat "$log")"
+expect_eq "elastic stop: n0 and n1 finished" 2 "$(grep -cE '^\[n[01]:[01]\] done$' "$log")"
+sleep 1
+no_leftovers "after the elastic stop" "$ck.es"
+
 # 2b. A job of two nodes whose coordinator's agent stops: n1 loses it and,
 #     with nobody else to ask, takes over at once: its training saves
 #     once, it writes the report naming n0 (its record gives way to it) and
