@@ -153,6 +153,15 @@ hooks_any(const struct hooks *hs, int phase)
 	return false;
 }
 
+bool
+hooks_declared(const struct hooks *hs, int phase)
+{
+	for (size_t i = 0; hs && i < hs->n; i++)
+		if (hs->list[i].phase == phase)
+			return true;
+	return false;
+}
+
 /* One line for people, tagged with the phase, the node and the rank. */
 static void
 say(struct hooks *hs, const char *text, size_t len)

@@ -86,6 +86,11 @@ int hooks_set_job_id(struct hooks *hs, const char *job_id);
 /* Whether any hook of PHASE runs on this node. */
 bool hooks_any(const struct hooks *hs, int phase);
 
+/* Whether the job has a hook of PHASE on any node (the same answer on
+ * every node: what the nodes must agree on, such as whether there is a
+ * phase to wait for). */
+bool hooks_declared(const struct hooks *hs, int phase);
+
 /*
  * Run PHASE's hooks, after any phase already running.  EXTRA (may be
  * NULL): "NAME=VALUE" strings for the hooks' environment, copied.

@@ -89,9 +89,11 @@ prep_needed(const struct run_opts *o, const struct config *cfg)
 bool
 prep_before_gather(const struct prep *p)
 {
+	/* Every node decides alike, so a hook of the coordinator's counts on
+	 * the others too: they go through the phase with nothing to run. */
 	return p && !p->ro->dry_run &&
-	       (p->nsets > 0 || hooks_any(p->hooks, CONFIG_HOOK_PRECHECK) ||
-	        hooks_any(p->hooks, CONFIG_HOOK_PRELAUNCH));
+	       (p->nsets > 0 || hooks_declared(p->hooks, CONFIG_HOOK_PRECHECK) ||
+	        hooks_declared(p->hooks, CONFIG_HOOK_PRELAUNCH));
 }
 
 /* ---- progress to the coordinator ---------------------------------------------- */

@@ -87,7 +87,8 @@ struct prep *prep_new(const struct prep_opts *o, struct loop *l, const struct pr
 void prep_free(struct prep *p);
 
 /* Whether there is a preparation before the gather (staging, pre-check or
- * pre-launch hooks; never for --dry-run). */
+ * pre-launch hooks, on any node: every node answers alike; never for
+ * --dry-run). */
 bool prep_before_gather(const struct prep *p);
 
 /* Begin the preparation on this node.  0 or -ENOMEM. */

@@ -208,11 +208,32 @@ test_site_first(void **state)
 	loop_free(l);
 }
 
+/* A hook of the coordinator's: runs there only, but every node knows of it. */
+static void
+test_declared_everywhere(void **state)
+{
+	const char *specs[] = { "pre-launch:coordinator=echo hi" };
+	struct hooks_opts o = { .specs = specs, .nspecs = 1, .timeout_s = 5, .node = "n1",
+	                        .rank = 1, .job_id = "" };
+	struct hooks_ops ops = { NULL, NULL, NULL };
+	struct loop *l = loop_new();
+	struct hooks *hs = hooks_new(&o, l, &ops);
+
+	(void)state;
+	assert_non_null(hs);
+	assert_false(hooks_any(hs, CONFIG_HOOK_PRELAUNCH));
+	assert_true(hooks_declared(hs, CONFIG_HOOK_PRELAUNCH));
+	assert_false(hooks_declared(hs, CONFIG_HOOK_PRECHECK));
+	hooks_free(hs);
+	loop_free(l);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spec),
+		cmocka_unit_test(test_declared_everywhere),
 		cmocka_unit_test(test_order_env_tags),
 		cmocka_unit_test(test_failures),
 		cmocka_unit_test(test_timeout),

@@ -1,0 +1,51 @@
+#!/bin/bash
+# Hooks of the coordinator alone before the gather (pre-check, pre-launch
+# with the "coordinator" attribute): every node agrees that there is a
+# preparation to wait for, the hook runs on rank 0 only and the job
+# starts, whatever else the job has (staging, --precheck off, a hook of
+# every node beside it).
+. "$(dirname "$0")/lib.sh"
+
+# vjob NP ARGS...: NP agents, each named for its rank, bounded.
+vjob() {
+	local np=$1 args=() i
+	shift
+	for ((i = 0; i < np; i++)); do
+		[ "$i" -eq 0 ] || args+=(:)
+		args+=(-np 1 env VIGIL_NODE_NAME="n$i" "$VIGIL" run "$@")
+	done
+	timeout -k 5 30 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none "${args[@]}"
+}
+# ran OUT: "PHASE RANK" of each hook line, sorted, comma-separated.
+ran() { printf '%s\n' "$1" | sed -n 's/^\[hook \([a-z-]*\) n[0-9]*:\([0-9]*\)\] said .*/\1 \2/p' | sort | paste -sd, -; }
+
+SRC=$SCRATCH/data
+mkdir -p "$SRC"
+head -c 10000 /dev/urandom >"$SRC/x"
+
+check() {  # WHAT EXPECTED-HOOKS NP ARGS...
+	local what=$1 want=$2 np=$3 out rc t0 ms
+	shift 3
+	t0=$(date +%s%N)
+	out=$(vjob "$np" "$@" -- sh -c 'echo "trained $RANK"' 2>&1); rc=$?
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	expect_eq "$what: exit" 0 "$rc"
+	expect_eq "$what: the hooks ran where they belong" "$want" "$(ran "$out")"
+	expect_eq "$what: every node trained" "$np" "$(printf '%s\n' "$out" | grep -c '^trained ')"
+	expect_no_match "$what: no node waited" 'said nothing of its preparation|no plan from the coordinator' "$out"
+	if [ "$ms" -lt 15000 ]; then pass "$what: ${ms} ms"; else fail "$what: took ${ms} ms"; fi
+}
+
+check "pre-launch of the coordinator, 2 nodes" "pre-launch 0" 2 \
+	--hook 'pre-launch:coordinator=echo said hi'
+check "pre-check of the coordinator, 3 nodes" "pre-check 0" 3 \
+	--hook 'pre-check:coordinator=echo said hi'
+check "pre-check of the coordinator, --precheck off" "pre-check 0" 2 --precheck off \
+	--hook 'pre-check:coordinator=echo said hi'
+check "the coordinator's and every node's" "pre-check 0,pre-launch 0,pre-launch 1,pre-launch 2" 3 \
+	--hook 'pre-check:coordinator=echo said hi' --hook 'pre-launch=echo said hello'
+check "the coordinator's pre-launch with staging" "pre-launch 0" 2 \
+	--stage ds="$SRC" --stage-dir "$SCRATCH/stage.%n" --stage-max-use 100 \
+	--hook 'pre-launch:coordinator=echo said hi'
+
+finish
