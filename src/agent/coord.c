@@ -637,6 +637,7 @@ coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan 
 	c->last_scan = c->heard_any = now;
 	c->next_scan = now + c->o.heartbeat_s / 2;
 	c->next_beat = now + c->o.heartbeat_s;
+	c->started = true;
 	step(c, COORD_EV_GO, now);
 	return 0;
 }
@@ -672,6 +673,7 @@ coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members, in
 	for (int i = 0; i < nmembers; i++)
 		if (members[i] >= 0 && members[i] < c->n)
 			c->nodes[members[i]].member = true;
+	c->started = true;
 	step(c, COORD_EV_ADOPT, now);
 	for (int i = 0; i < nlost; i++) {
 		char msg[300];

@@ -184,6 +184,12 @@ node_json(const struct coord *c, int r)
 		return NULL;
 	cJSON_AddStringToObject(o, "node", coord_host(c, r));
 	cJSON_AddNumberToObject(o, "rank", r);
+	if (!c->started) {
+		/* the pre-check refused: nothing ran anywhere */
+		cJSON_AddStringToObject(o, "state", n->lost ? "lost" : n->faulty ? "unhealthy" :
+		                        "not_started");
+		return o;
+	}
 	if (!n->have_result) {
 		/* lost, or out of the reach of a coordinator that named itself
 		 * the one cut off (lost without being faulty) */
@@ -269,7 +275,7 @@ coord_report(const struct coord *c, double now)
 	cJSON_AddNumberToObject(r, "exit_code", coord_exit_code(c));
 	cJSON_AddNumberToObject(r, "seconds", now - c->t0);
 	cJSON_AddNumberToObject(r, "nodes_total", c->n);
-	cJSON_AddNumberToObject(r, "nodes_trained", coord_members(c));
+	cJSON_AddNumberToObject(r, "nodes_trained", c->started ? coord_members(c) : 0);
 	nodes = cJSON_AddArrayToObject(r, "nodes");
 	for (int k = 0; nodes && k < c->n; k++)
 		cJSON_AddItemToArray(nodes, node_json(c, k));

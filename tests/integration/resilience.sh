@@ -215,9 +215,12 @@ out=$(eval mpi $args 2>"$SCRATCH/elastic.err"); rc=$?
 expect_eq "elastic start exit" 0 "$rc"
 expect_eq "two trainings with WORLD_SIZE 2" "env 0 2,env 1 2" "$(printf '%s\n' "$out" | grep '^env' | sort | paste -sd,)"
 expect_match "elastic start said so" 'starting on the 2 healthy nodes' "$(cat "$SCRATCH/elastic.err")"
-for i in 0 1 2; do args="${args//--min-nodes 2/--min-nodes 3}"; done
+for i in 0 1 2; do args="${args//--min-nodes 2/--min-nodes 3 --report $SCRATCH/nogo.json}"; done
 out=$(eval mpi $args 2>&1); rc=$?
 expect_eq "below --min-nodes: no-go" 80 "$rc"
+# the report: nothing trained; n1's pre-check failed, the others never started
+expect_eq "no-go report" "error 80 0 not_started unhealthy not_started" \
+	"$(report "$SCRATCH/nogo.json" 'r["state"], r["exit_code"], r["nodes_trained"], *[n["state"] for n in r["nodes"]]')"
 
 # 7b. Elastic while running: with --min-nodes 2, the fabric NIC of n2 goes
 #     down mid-run; every training saves, and the training starts again on

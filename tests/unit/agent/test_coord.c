@@ -300,6 +300,7 @@ static void
 test_plan_no_go(void **state)
 {
 	struct fx *f = *state;
+	cJSON *rep, *nodes;
 
 	start(f, 1u << 1, 0);
 	assert_false(f->plan.go);
@@ -308,6 +309,14 @@ test_plan_no_go(void **state)
 	assert_int_equal(coord_phase(f->c), COORD_DONE);
 	assert_true(said(&f->rec, "n2 (rank 1): nics: eth1 is down"));
 	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_UNHEALTHY);
+	/* the report: nothing trained, n2 unhealthy, the others never started */
+	rep = report(f, 1);
+	assert_int_equal(json_int(rep, "nodes_trained", 0, 10, -1), 0);
+	nodes = cJSON_GetObjectItem(rep, "nodes");
+	assert_string_equal(json_str(cJSON_GetArrayItem(nodes, 0), "state", ""), "not_started");
+	assert_string_equal(json_str(cJSON_GetArrayItem(nodes, 1), "state", ""), "unhealthy");
+	assert_string_equal(json_str(cJSON_GetArrayItem(nodes, 2), "state", ""), "not_started");
+	cJSON_Delete(rep);
 }
 
 static void
