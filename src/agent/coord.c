@@ -1309,6 +1309,25 @@ member_lost(const struct coord *c)
 	return false;
 }
 
+/* A training was told to save and gave no evidence that it did. */
+static bool
+ckpt_unconfirmed(const struct coord *c)
+{
+	for (int r = 0; r < c->n; r++)
+		if (c->nodes[r].have_result && c->nodes[r].ckpt && !c->nodes[r].ckpt_confirmed)
+			return true;
+	return false;
+}
+
+/* "stopped" promises that the job was asked to end and every training
+ * that was told to save did: one whose save was not confirmed makes it
+ * an error, whatever asked (the status stays the requeue's). */
+static const char *
+stopped(const struct coord *c)
+{
+	return ckpt_unconfirmed(c) ? VIGIL_STATE_ERROR : VIGIL_STATE_STOPPED;
+}
+
 const char *
 coord_state(const struct coord *c)
 {
@@ -1318,12 +1337,12 @@ coord_state(const struct coord *c)
 		return VIGIL_STATE_EXPIRED;
 	for (int r = 0; r < c->n; r++)
 		if (c->nodes[r].have_result && c->nodes[r].agent_signal)
-			return VIGIL_STATE_STOPPED;
+			return stopped(c);
 	if (c->end_code == VIGIL_EXIT_REQUEUE) {
 		for (int r = 0; r < c->n; r++)
 			if (c->nodes[r].faulty && c->nodes[r].member)
 				return VIGIL_STATE_ERROR;
-		return VIGIL_STATE_STOPPED;  /* the batch system asked */
+		return stopped(c);  /* the batch system asked */
 	}
 	if (c->first_fail >= 0 || c->end_code || member_lost(c))
 		return VIGIL_STATE_ERROR;

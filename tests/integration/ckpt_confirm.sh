@@ -28,12 +28,14 @@ sim() { echo "$SIM" --iters 100000 --iter-ms 20 --ckpt-dir "$SCRATCH/ck.$1"; }
 # 1. output:REGEX that the training prints when it saved
 case_run out-yes "--ckpt-confirm output:^checkpoint.saved.at" $(sim out-yes)
 expect_eq "output matches: requeue" 81 "$rc"
+expect_eq "output matches: stopped" "stopped 81" "$(report "$rep" 'r["state"], r["exit_code"]')"
 expect_eq "output matches: confirmed" "['nodeA'] []" "$(confirmed)"
 expect_eq "output matches: nothing said" 0 "$(grep -c 'not confirmed' "$log")"
 
 # 2. output:REGEX that never comes
 case_run out-no "--ckpt-confirm output:^never-printed" $(sim out-no)
 expect_eq "output missing: still requeue" 81 "$rc"
+expect_eq "output missing: an error, not stopped" "error 81" "$(report "$rep" 'r["state"], r["exit_code"]')"
 expect_eq "output missing: not confirmed" "[] ['nodeA']" "$(confirmed)"
 expect_match "output missing: said, with the node" 'checkpoint not confirmed on nodeA \(rank 0\)' "$(cat "$log")"
 expect_match "output missing: the report says why" '.' "$(report "$rep" 'r["checkpoint"]["not_confirmed"][0]["why"]')"
@@ -56,9 +58,34 @@ case_run default-yes "" $(sim default-yes)
 expect_eq "default, saved and exited 0: confirmed" "['nodeA'] []" "$(confirmed)"
 case_run default-no "" sh -c 'echo started; exec sleep 100'
 expect_eq "default, killed by the signal: requeue" 81 "$rc"
+expect_eq "default, killed by the signal: an error" "error 81" "$(report "$rep" 'r["state"], r["exit_code"]')"
 expect_eq "default, killed by the signal: not confirmed" "[] ['nodeA']" "$(confirmed)"
 expect_match "default, killed by the signal: why" 'SIGUSR1' \
 	"$(report "$rep" 'r["checkpoint"]["not_confirmed"][0]["why"]')"
+
+# 4b. The same rule when a lost node asked for the checkpoint: three
+#     agents under mpirun, n2's stopped; the others' trainings die of the
+#     signal (no save): requeue, and an error, as it is with a save.
+unset VIGIL_NODE_NAME
+log="$SCRATCH/lost.out"; rep="$SCRATCH/lost.json"
+args=()
+for i in 0 1 2; do
+	[ "$i" -eq 0 ] || args+=(:)
+	args+=(-np 1 env VIGIL_NODE_NAME="n$i" "$VIGIL" run --precheck off --resume --heartbeat 0.5
+	       --heartbeat-timeout 1.5 --grace 3 --report "$rep" --tag-output --
+	       sh -c 'echo started; exec sleep 100 # lost-unconfirmed')
+done
+timeout -k 5 60 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none "${args[@]}" >"$log" 2>&1 &
+pid=$!
+for ((i = 0; i < 400; i++)); do [ "$(grep -c '\] started$' "$log")" -ge 3 ] && break; sleep 0.05; done
+agent=$(agent_of n2 lost-unconfirmed)
+kill -STOP "$agent"
+wait "$pid"; rc=$?
+kill -KILL "$agent" 2>/dev/null
+expect_eq "lost node, save not confirmed: requeue" 81 "$rc"
+expect_eq "lost node, save not confirmed: an error, n0 and n1 named" "error 81 ['n0', 'n1']" \
+	"$(report "$rep" 'r["state"], r["exit_code"], [x["node"] for x in r["checkpoint"]["not_confirmed"]]')"
+no_leftovers "after the lost node" lost-unconfirmed
 
 # 5. Refused forms: a clear message and the usage status
 "$VIGIL" run --precheck off --ckpt-confirm bogus:x -- true >"$SCRATCH/bad.out" 2>&1; rc=$?

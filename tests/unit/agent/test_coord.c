@@ -708,6 +708,8 @@ test_checkpoint_not_confirmed(void **state)
 	ok.node = "n3";
 	coord_result(f->c, 2, &ok, 4);
 	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+	/* asked by the batch system, but one save unconfirmed: an error, requeued */
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_ERROR);
 	coord_finish(f->c, 0, 5);
 	assert_true(said(&f->rec, "checkpoint not confirmed on n2 (rank 1): died of SIGUSR1"));
 	assert_true(evented(&f->rec, "checkpoint n2 1: checkpoint not confirmed"));
