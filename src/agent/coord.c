@@ -996,6 +996,7 @@ isolated(struct coord *c, int silent, int heard, double now)
 	cJSON_AddNumberToObject(d, "heard_nodes", heard);
 	coord_emit(c, c->o.self, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, c->end_reason, d);
 	self->faulty = true;
+	c->isolated = true;
 	for (int r = 0; r < c->n; r++) {
 		struct cnode *n = &c->nodes[r];
 
@@ -1424,6 +1425,12 @@ coord_finalize_safe(const struct coord *c)
 	return c->nlost == 0 && !c->never_arrived;
 }
 
+bool
+coord_abort_end(const struct coord *c)
+{
+	return !coord_finalize_safe(c) && !c->isolated;
+}
+
 double
 coord_hold(const struct coord *c)
 {
@@ -1445,6 +1452,7 @@ coord_finish(struct coord *c, int cycles, double now)
 	m.u.final.exit_code = code;
 	m.u.final.state = state;
 	m.u.final.finalize = coord_finalize_safe(c);
+	m.u.final.abort = coord_abort_end(c);
 	m.u.final.hold = coord_hold(c);
 	m.u.final.cycles = cycles;
 	text = msg_encode(&m);

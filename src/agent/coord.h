@@ -251,6 +251,14 @@ bool coord_ending(const struct coord *c);
 /* Every peer is known alive, so MPI_Finalize cannot wait on a lost one. */
 bool coord_finalize_safe(const struct coord *c);
 
+/*
+ * Whether the job's end, not safe to finalize, is the coordinator's to
+ * give mpirun (MPI_Abort with its status, run.c): a node was lost; not
+ * when the coordinator named itself the node cut off, as the others
+ * (mpirun --enable-recovery) go on without it.
+ */
+bool coord_abort_end(const struct coord *c);
+
 /* How long to keep the allocation after the job (--hold-on-failure); 0. */
 double coord_hold(const struct coord *c);
 

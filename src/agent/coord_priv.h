@@ -52,6 +52,7 @@ struct coord {
 	int nlost;
 	int ntails;          /* failed nodes whose tail is kept */
 	bool never_arrived;  /* a rank sent no pre-check report: MPI_Finalize unsafe */
+	bool isolated;       /* it named itself the node cut off */
 	bool started;        /* the plan started the training (or a successor adopted it) */
 
 	/* how the current attempt ends */

@@ -226,7 +226,7 @@ conclude(struct job *j)
 	j->exit_code = coord_exit_code(j->coord);
 	j->hold = coord_hold(j->coord);
 	j->clean = j->clean && coord_finalize_safe(j->coord);
-	if (!coord_finalize_safe(j->coord))
+	if (coord_abort_end(j->coord))
 		job_abort_at_end(j, told);
 	end_hooks(j, coord_state(j->coord));
 }
@@ -409,7 +409,7 @@ take_final(struct job *j, const struct msg_final *f)
 		return;
 	j->exit_code = f->exit_code;
 	j->clean = j->clean && f->finalize;
-	j->bye = !f->finalize;  /* a node was lost: the coordinator ends the job */
+	j->bye = f->abort;  /* a node was lost: the coordinator ends the job */
 	j->hold = f->hold;
 	jobfiles_unrecord(j);
 	if (j->perf)

@@ -12,7 +12,7 @@
  *             "stderr_tail": [lines], "output_lost"?}
  *   command  {"command": "stop"|"checkpoint"|"restart"|"perf", "reason"?,
  *             "attempt"?, "master_addr"?, "master_port"?, "members"?: [r]}
- *   final    {"exit_code", "state", "finalize", "hold"?, "cycles"}
+ *   final    {"exit_code", "state", "finalize", "abort"?, "hold"?, "cycles"}
  *   note     {"node", "signal"?, "findings": [{"what", "device", "verdict", "evidence"}],
  *             "usage"?: {...}}
  *   suspect  {"node", "coordinator", "silent"}
@@ -211,6 +211,8 @@ encode_final(cJSON *o, const struct msg_final *f, bool *ok)
 	put_num(o, "exit_code", f->exit_code, ok);
 	put_str(o, "state", f->state ? f->state : "", ok);
 	put_bool(o, "finalize", f->finalize, ok);
+	if (f->abort)
+		put_bool(o, "abort", true, ok);
 	if (f->hold > 0)
 		put_num(o, "hold", f->hold, ok);
 	put_num(o, "cycles", f->cycles, ok);
@@ -536,6 +538,7 @@ decode_final(const cJSON *o, struct msg_final *f)
 	if ((rc = get_int(o, "exit_code", 0, STATUS_MAX, true, &f->exit_code)) < 0 ||
 	    (rc = get_strdup(o, "state", true, &f->state)) < 0 ||
 	    (rc = get_bool(o, "finalize", true, &f->finalize)) < 0 ||
+	    (rc = get_bool(o, "abort", false, &f->abort)) < 0 ||
 	    (rc = get_int(o, "cycles", 0, 1 << 30, true, &f->cycles)) < 0)
 		return rc;
 	rc = json_get_num(o, "hold", 0, SECONDS_MAX, &hold);

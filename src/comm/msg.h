@@ -136,6 +136,8 @@ struct msg_final {
 	int exit_code;
 	const char *state;       /* the job state (include/vigil.h) */
 	bool finalize;     /* every peer is alive: MPI_Finalize is safe */
+	bool abort;        /* not: the coordinator ends the job with MPI_Abort once the
+	                    * nodes it told said BYE */
 	double hold;       /* keep the allocation this long (seconds); 0 */
 	int cycles;        /* timing reductions the coordinator started */
 };

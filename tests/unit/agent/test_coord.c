@@ -819,6 +819,9 @@ test_lost_node_ends_job(void **state)
 	/* no FINAL to a lost node */
 	assert_int_equal(count_sent(&f->rec, 2, MSG_FINAL, NULL), 0);
 	assert_int_equal(count_sent(&f->rec, 1, MSG_FINAL, "\"finalize\":false"), 1);
+	/* the coordinator ends the job at mpirun, and says so */
+	assert_true(coord_abort_end(f->c));
+	assert_int_equal(count_sent(&f->rec, 1, MSG_FINAL, "\"abort\":true"), 1);
 }
 
 static void
@@ -1157,6 +1160,9 @@ test_isolated_coordinator_names_itself(void **state)
 	excl = coord_exclude_list(f->c);
 	assert_string_equal(excl, "n1\n");
 	free(excl);
+	/* the others go on without it (mpirun --enable-recovery): no abort */
+	assert_false(coord_finalize_safe(f->c));
+	assert_false(coord_abort_end(f->c));
 }
 
 /* With one other node, its silence is its own. */
