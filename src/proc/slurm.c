@@ -1,6 +1,6 @@
 /*
  * slurm.c - drain and resume this node through scontrol; the job's end
- * time through squeue.
+ * time, and whether it was cancelled, through squeue.
  *
  * The commands run without a shell, each argument one argv element, so a
  * reason with spaces or quotes needs no quoting.  Every call goes through
@@ -535,14 +535,20 @@ job_id_ok(const char *id)
 	return len > 0 && len <= 20 && strspn(id, "0123456789") == len;
 }
 
-int
-slurm_job_end_time(const char *jobid, double timeout_s, time_t *end,
-                   char *err, size_t errlen)
+/*
+ * The last line `squeue -h -j JOBID OPT FMT` prints, under
+ * SLURM_TIME_FORMAT=%s, into OUT (*LAST points into it): a warning may
+ * come first (on stderr, which is captured with stdout).  WHAT names the
+ * command in messages.  Returns 0, or a negative errno with ERR saying why
+ * (-EPROTO: nothing printed).
+ */
+static int
+squeue_job(const char *jobid, char *opt, char *fmt, double timeout_s, char *out,
+           size_t outlen, char **last, char *what, size_t whatlen, char *err, size_t errlen)
 {
-	char env[] = "/usr/bin/env", fmt[] = "SLURM_TIME_FORMAT=%s";
-	char h[] = "-h", j[] = "-j", o[] = "-o", e[] = "%e", idarg[24];
-	char *const argv[] = { env, fmt, squeue_path(), h, j, idarg, o, e, NULL };
-	char out[1024], what[64], *last;
+	char env[] = "/usr/bin/env", tf[] = "SLURM_TIME_FORMAT=%s";
+	char h[] = "-h", j[] = "-j", idarg[24];
+	char *const argv[] = { env, tf, squeue_path(), h, j, idarg, opt, fmt, NULL };
 	size_t len;
 	int rc;
 
@@ -551,24 +557,36 @@ slurm_job_end_time(const char *jobid, double timeout_s, time_t *end,
 		return -EINVAL;
 	}
 	snprintf(idarg, sizeof(idarg), "%s", jobid);
-	snprintf(what, sizeof(what), "squeue -j %s", jobid);
+	snprintf(what, whatlen, "squeue -j %s", jobid);
 	/* Slurm prints times as SLURM_TIME_FORMAT says, "relative" ones
 	 * ("Tomorr 12:00") included: ask for seconds since 1970, which also
 	 * spares the summer time hour that local time cannot tell apart. */
-	rc = run_cmd(argv, what, timeout_s, out, sizeof(out), err, errlen);
+	rc = run_cmd(argv, what, timeout_s, out, outlen, err, errlen);
 	if (rc < 0)
 		return rc;
-	/* The last line: a warning may come first (on stderr, which is
-	 * captured with stdout). */
 	len = strlen(out);
 	while (len > 0 && isspace((unsigned char)out[len - 1]))
 		out[--len] = '\0';
-	last = strrchr(out, '\n');
-	last = last ? last + 1 : out;
-	if (!*last) {
-		set_err(err, errlen, "%s printed no end time", what);
+	*last = strrchr(out, '\n');
+	*last = *last ? *last + 1 : out;
+	if (!**last) {
+		set_err(err, errlen, "%s printed nothing", what);
 		return -EPROTO;
 	}
+	return 0;
+}
+
+int
+slurm_job_end_time(const char *jobid, double timeout_s, time_t *end,
+                   char *err, size_t errlen)
+{
+	char o[] = "-o", e[] = "%e", out[1024], what[64], *last;
+	int rc;
+
+	rc = squeue_job(jobid, o, e, timeout_s, out, sizeof(out), &last, what, sizeof(what),
+	                err, errlen);
+	if (rc < 0)
+		return rc;
 	rc = slurm_end_time_parse(last, time(NULL), end, err, errlen);
 	if (rc == -EINVAL)
 		rc = -EPROTO;
@@ -614,5 +632,90 @@ slurm_end_time(double timeout_s, time_t *end, const char **source,
 		return -ENOENT;
 	}
 	set_err(err, errlen, "%s", why);
+	return rc;
+}
+
+/* ---- cancelled? ---------------------------------------------------------------- */
+
+/* The next |-separated field of *S, cut out (NUL-terminated); NULL when none. */
+static char *
+next_field(char **s)
+{
+	char *f = *s, *bar;
+
+	if (!f)
+		return NULL;
+	bar = strchr(f, '|');
+	if (bar) {
+		*bar = '\0';
+		*s = bar + 1;
+	} else {
+		*s = NULL;
+	}
+	return f;
+}
+
+int
+slurm_cancel_parse(const char *text, long restarts)
+{
+	char buf[512], *rest = buf, *state, *cnt, *preempt, *reason, *end;
+	long n;
+
+	if (!text || strlen(text) >= sizeof(buf))
+		return -EINVAL;
+	snprintf(buf, sizeof(buf), "%s", text);
+	state = next_field(&rest);
+	cnt = next_field(&rest);
+	preempt = next_field(&rest);
+	reason = rest;  /* the last: a description may hold anything */
+	if (!state || !cnt || !preempt || !reason)
+		return -EINVAL;
+	errno = 0;
+	n = strtol(cnt, &end, 10);
+	if (errno || end == cnt || *end || n < 0)
+		return -EINVAL;
+	while (*reason && isspace((unsigned char)*reason))
+		reason++;
+	one_line(reason);
+	if (!strcmp(state, "CANCELLED"))
+		return 1;
+	if (strcmp(state, "COMPLETING"))
+		return 0;  /* RUNNING (scancel --signal=TERM), TIMEOUT, PREEMPTED, ... */
+	/* preempted: a time; never: 0, N/A, NOT_SET, Unknown */
+	if (strspn(preempt, "0123456789") == strlen(preempt) && strtoul(preempt, NULL, 10) > 0)
+		return 0;
+	return n == restarts && !strcmp(reason, "None");
+}
+
+int
+slurm_cancelled(double timeout_s, char *err, size_t errlen)
+{
+	const char *id = getenv("SLURM_JOB_ID"), *count = getenv("SLURM_RESTART_COUNT");
+	char o[] = "-O", f[] = "State:0|,RestartCnt:0|,PreemptTime:0|,Reason:0";
+	char out[1024], what[64], *last, *end;
+	long restarts = 0;
+	int rc;
+
+	if (!id || !*id) {
+		set_err(err, errlen, "not a Slurm job: SLURM_JOB_ID is not set");
+		return -ENOENT;
+	}
+	if (count && *count) {
+		errno = 0;
+		restarts = strtol(count, &end, 10);
+		if (errno || *end || restarts < 0) {
+			set_err(err, errlen, "SLURM_RESTART_COUNT=\"%.24s\" is not a count", count);
+			return -EINVAL;
+		}
+	}
+	rc = squeue_job(id, o, f, timeout_s, out, sizeof(out), &last, what, sizeof(what),
+	                err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = slurm_cancel_parse(last, restarts);
+	if (rc == -EINVAL) {
+		set_err(err, errlen, "%s: cannot read \"%.200s\"", what, last);
+		rc = -EPROTO;
+	}
 	return rc;
 }

@@ -5,7 +5,8 @@
  *
  * Runs scontrol and squeue (found in PATH, or $VIGIL_SCONTROL and
  * $VIGIL_SQUEUE) under a timeout, without a shell; the node and the job
- * keep running if slurmctld does not answer.  Every function here that
+ * keep running if slurmctld does not answer.  On SIGTERM, `vigil run`
+ * also asks whether the job was cancelled.  Every function here that
  * talks to Slurm returns a negative errno on failure with ERR saying what
  * went wrong on one line, scontrol's or squeue's own message included:
  * -ETIMEDOUT (no answer in time), -ENOENT (the command is missing), -EIO
@@ -97,5 +98,28 @@ int slurm_job_end_time(const char *jobid, double timeout_s, time_t *end,
  */
 int slurm_end_time(double timeout_s, time_t *end, const char **source,
                    char *err, size_t errlen);
+
+/*
+ * Whether a job that Slurm is ending was cancelled (scancel), from
+ * squeue's fields `State|RestartCnt|PreemptTime|Reason` of that job
+ * (SLURM_TIME_FORMAT=%s), one line; RESTARTS is the requeue count of the
+ * run that asks ($SLURM_RESTART_COUNT).  While a job's processes get
+ * SIGTERM its state reads COMPLETING whatever the cause (Slurm 22.05
+ * shows the flag, not the base state), so a cancel is told from the
+ * other ends by what they leave: the time limit has the reason
+ * TimeLimit, a failed node NodeDown, preemption a preempt time, a
+ * requeue a higher restart count.  A cancel is CANCELLED, or COMPLETING
+ * with the reason None, no preempt time and the same restart count.
+ * Returns 1 (cancelled), 0 (ending otherwise, or not ending: RUNNING
+ * after `scancel --signal=TERM`), -EINVAL when TEXT is not that line.
+ */
+int slurm_cancel_parse(const char *text, long restarts);
+
+/*
+ * Was this job ($SLURM_JOB_ID, run $SLURM_RESTART_COUNT) cancelled?
+ * Asks squeue under TIMEOUT_S.  Returns as slurm_cancel_parse(), -ENOENT
+ * when this is no Slurm job, or a negative errno as above.
+ */
+int slurm_cancelled(double timeout_s, char *err, size_t errlen);
 
 #endif

@@ -719,6 +719,63 @@ test_node_name(void **state)
 	assert_null(strchr(buf, '.'));
 }
 
+/* What squeue shows while Slurm ends a job, as Slurm 22.05 printed it. */
+static void
+test_cancel_parse(void **state)
+{
+	(void)state;
+	/* scancel: COMPLETING (the flag hides CANCELLED), nothing else */
+	assert_int_equal(slurm_cancel_parse("COMPLETING|0|N/A|None", 0), 1);
+	assert_int_equal(slurm_cancel_parse("COMPLETING|2|N/A|None\n", 2), 1);
+	assert_int_equal(slurm_cancel_parse("CANCELLED|0|N/A|None", 0), 1);
+	/* the time limit, a failed node, a requeue, preemption: not a cancel */
+	assert_int_equal(slurm_cancel_parse("COMPLETING|0|N/A|TimeLimit", 0), 0);
+	assert_int_equal(slurm_cancel_parse("COMPLETING|0|N/A|NodeDown", 0), 0);
+	assert_int_equal(slurm_cancel_parse("COMPLETING|1|N/A|None", 0), 0);
+	assert_int_equal(slurm_cancel_parse("COMPLETING|0|1795827921|None", 0), 0);
+	assert_int_equal(slurm_cancel_parse("TIMEOUT|0|N/A|TimeLimit", 0), 0);
+	assert_int_equal(slurm_cancel_parse("PREEMPTED|0|N/A|None", 0), 0);
+	/* a plain SIGTERM (scancel --signal=TERM): the job runs on */
+	assert_int_equal(slurm_cancel_parse("RUNNING|0|N/A|None", 0), 0);
+	/* a reason with bars and spaces stays the last field */
+	assert_int_equal(slurm_cancel_parse("COMPLETING|0|N/A|a | b", 0), 0);
+	/* not squeue's line */
+	assert_int_equal(slurm_cancel_parse("COMPLETING", 0), -EINVAL);
+	assert_int_equal(slurm_cancel_parse("COMPLETING|x|N/A|None", 0), -EINVAL);
+	assert_int_equal(slurm_cancel_parse("", 0), -EINVAL);
+	assert_int_equal(slurm_cancel_parse(NULL, 0), -EINVAL);
+}
+
+static void
+test_cancelled(void **state)
+{
+	struct fixture *f = *state;
+
+	unsetenv("SLURM_JOB_ID");
+	assert_int_equal(slurm_cancelled(5, f->err, sizeof(f->err)), -ENOENT);
+	assert_string_equal(read_log(f), "");
+
+	setenv("SLURM_JOB_ID", "77", 1);
+	setenv("SLURM_RESTART_COUNT", "1", 1);
+	setenv("FAKE_SQUEUE_OUT", "COMPLETING|1|N/A|None", 1);
+	assert_int_equal(slurm_cancelled(5, f->err, sizeof(f->err)), 1);
+	assert_string_equal(read_log(f), "-h\n-j\n77\n-O\n"
+	                    "State:0|,RestartCnt:0|,PreemptTime:0|,Reason:0\n"
+	                    "-- SLURM_TIME_FORMAT=%s\n");
+	/* requeued by someone else since this run began */
+	setenv("FAKE_SQUEUE_OUT", "COMPLETING|2|N/A|None", 1);
+	assert_int_equal(slurm_cancelled(5, f->err, sizeof(f->err)), 0);
+	setenv("FAKE_SQUEUE_OUT", "garbage", 1);
+	assert_int_equal(slurm_cancelled(5, f->err, sizeof(f->err)), -EPROTO);
+	assert_non_null(strstr(f->err, "garbage"));
+	setenv("FAKE_SQUEUE", "fail", 1);
+	assert_int_equal(slurm_cancelled(5, f->err, sizeof(f->err)), -EIO);
+	setenv("SLURM_RESTART_COUNT", "-3", 1);
+	assert_int_equal(slurm_cancelled(5, f->err, sizeof(f->err)), -EINVAL);
+	unsetenv("SLURM_RESTART_COUNT");
+	unsetenv("SLURM_JOB_ID");
+}
+
 int
 main(void)
 {
@@ -747,6 +804,8 @@ main(void)
 		cmocka_unit_test_setup(test_job_end_time_argv, setup),
 		cmocka_unit_test_setup(test_job_end_time_fails, setup),
 		cmocka_unit_test_setup(test_end_time_sources, setup),
+		cmocka_unit_test(test_cancel_parse),
+		cmocka_unit_test_setup(test_cancelled, setup),
 	};
 
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
