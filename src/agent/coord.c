@@ -156,6 +156,7 @@ clear_result(struct coord *c, struct cnode *n)
 	n->have_result = false;
 	n->idle = false;
 	n->exit_code = n->signal = n->agent_signal = 0;
+	n->cancelled = false;
 	n->seconds = 0;
 }
 
@@ -758,6 +759,7 @@ record_result(struct coord *c, struct cnode *n, const struct msg_result *r)
 	n->exit_code = r->exit_code;
 	n->signal = r->signal;
 	n->agent_signal = r->agent_signal;
+	n->cancelled = r->cancelled;
 	n->seconds = r->seconds;
 	n->output_lost = r->output_lost;
 	free(n->error);
@@ -798,6 +800,22 @@ exit_event(struct coord *c, int rank)
 	      msg, d);
 }
 
+#define CANCEL_REASON "the job was cancelled (scancel): the trainings stop without a " \
+	"checkpoint, and the job is not requeued"
+
+void
+coord_cancel(struct coord *c, double now)
+{
+	if (c->cancelled || phases[c->phase].over)
+		return;
+	c->cancelled = true;
+	c->restart_wanted = false;
+	set_reason(c, CANCEL_REASON);
+	coord_say(c, "vigil: %s", CANCEL_REASON);
+	if (c->phase == COORD_RUNNING)
+		stop(c, CANCEL_REASON, now);  /* a checkpoint under way goes on */
+}
+
 /* The first training to fail: restart, checkpoint (--resume) or stop. */
 static void
 first_failure(struct coord *c, int rank, double now)
@@ -806,6 +824,10 @@ first_failure(struct coord *c, int rank, double now)
 	char why[512];
 
 	c->first_fail = rank;
+	if (n->cancelled || c->cancelled) {
+		coord_cancel(c, now);
+		return;
+	}
 	if (n->agent_signal && !n->exit_code)
 		snprintf(why, sizeof(why), "%s (rank %d) was told to stop (%s)", n->host, rank,
 		         sig_name(n->agent_signal));
@@ -851,6 +873,8 @@ coord_result(struct coord *c, int rank, const struct msg_result *r, double now)
 	c->nresults++;
 	if (!n->idle)
 		exit_event(c, rank);
+	if (n->cancelled)
+		coord_cancel(c, now);
 	/* While checkpointing, trainings end because they were told to. */
 	if ((n->exit_code || n->agent_signal) && c->first_fail < 0 &&
 	    c->phase != COORD_CHECKPOINTING)
@@ -1334,6 +1358,8 @@ coord_state(const struct coord *c)
 {
 	if (!phases[c->phase].over)
 		return VIGIL_STATE_RUNNING;
+	if (c->cancelled)
+		return VIGIL_STATE_STOPPED;
 	if (c->end_code == VIGIL_EXIT_EXPIRED)
 		return VIGIL_STATE_EXPIRED;
 	for (int r = 0; r < c->n; r++)
@@ -1353,6 +1379,8 @@ coord_state(const struct coord *c)
 int
 coord_exit_code(const struct coord *c)
 {
+	if (c->cancelled)
+		return 128 + SIGTERM;  /* as for any SIGTERM: never 81 (requeue) */
 	if (c->end_code == VIGIL_EXIT_REQUEUE && c->o.max_resumes >= 0 &&
 	    c->o.resumes_done >= c->o.max_resumes)
 		return VIGIL_EXIT_NO_REQUEUE;  /* 最大续训次数 reached */
@@ -1434,7 +1462,7 @@ coord_abort_end(const struct coord *c)
 double
 coord_hold(const struct coord *c)
 {
-	return coord_exit_code(c) != 0 ? c->o.hold_s : 0;
+	return coord_exit_code(c) != 0 && !c->cancelled ? c->o.hold_s : 0;
 }
 
 int

@@ -181,6 +181,15 @@ void coord_heard(struct coord *c, int rank, double now);
 /* RANK's training ended (or never started), as R says.  R is borrowed. */
 void coord_result(struct coord *c, int rank, const struct msg_result *r, double now);
 
+/*
+ * The batch system cancelled the job (scancel; an agent's SIGTERM, and
+ * Slurm said so): no checkpoint, no restart, no requeue.  A running job
+ * stops (its trainings got SIGTERM from Slurm too); one that is already
+ * checkpointing or stopping goes on.  Either way the job ends "stopped"
+ * with 128 + SIGTERM and the reason names the cancel.
+ */
+void coord_cancel(struct coord *c, double now);
+
 /* RANK's inspection found N, or the batch system's signal reached it. */
 void coord_note(struct coord *c, int rank, const struct msg_note *n, double now);
 

@@ -29,6 +29,7 @@ struct cnode {
 	/* the result */
 	bool idle;
 	int exit_code, signal, agent_signal;
+	bool cancelled;      /* its agent saw the batch system cancel the job */
 	double seconds;
 	char *error;         /* could not start: why */
 	bool ckpt, ckpt_confirmed;  /* the checkpoint signal was sent; a save was seen */
@@ -60,6 +61,7 @@ struct coord {
 	int end_code;        /* 81 requeue, 83 expired, 84 lost, 80 no-go; 0 */
 	char end_reason[512];
 	bool restart_wanted; /* start again once every result is in */
+	bool cancelled;      /* the batch system cancelled the job (coord_cancel()) */
 	int restarts;
 	cJSON *attempts;     /* what ended each earlier attempt */
 

@@ -72,6 +72,8 @@ struct job {
 	char *perf_tick;             /* the encoded "perf" command */
 	double next_end_time;        /* coordinator: next look at Slurm's end time; < 0 never */
 	bool said_end_time;
+	bool asked_cancel;           /* asked Slurm whether a SIGTERM was a cancel */
+	bool cancelled;              /* ... and it was (scancel) */
 
 	/* every other node: the watch on the coordinator (takeover.c, watch.c) */
 	struct watch *watch;

@@ -154,6 +154,7 @@ struct node {
 	struct mode_node *mnodes;
 	struct child *child;
 	int agent_signal;
+	bool cancelled;  /* the batch system cancels the job: no checkpoint */
 	char start_error[512];
 	int start_code;
 	struct loop_timer *kill_timer, *drain_timer, *ckpt_timer;
@@ -331,6 +332,7 @@ send_result(struct node *n, bool idle)
 	r->idle = idle;
 	r->seconds = (double)loop_now(n->loop) / 1000.0 - n->o.start;
 	r->agent_signal = n->agent_signal;
+	r->cancelled = n->cancelled;
 	if (n->start_error[0]) {
 		r->exit_code = n->start_code;
 		r->error = n->start_error;
@@ -1206,6 +1208,12 @@ forwarded(const struct run_opts *o, int sig)
 }
 
 void
+node_cancel(struct node *n)
+{
+	n->cancelled = true;
+}
+
+void
 node_signal(struct node *n, int sig)
 {
 	switch (sig) {
@@ -1224,7 +1232,7 @@ node_signal(struct node *n, int sig)
 		}
 		break;
 	case SIGTERM:
-		if (n->ro->resume && alive(n) && n->ckpt == PH_UNASKED) {
+		if (n->ro->resume && !n->cancelled && alive(n) && n->ckpt == PH_UNASKED) {
 			/* mpirun or the batch system ends the job: under --resume
 			 * the training saves first (the checkpoint signal, the
 			 * grace, then TERM), as far as they let it (mpirun's

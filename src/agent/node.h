@@ -95,6 +95,13 @@ void node_command(struct node *n, const struct msg_command *c);
 /* A signal the agent received (from the signalfd). */
 void node_signal(struct node *n, int sig);
 
+/*
+ * The batch system cancels the job (scancel): SIGTERM then stops the
+ * training (TERM, grace, KILL) without the checkpoint signal, even under
+ * --resume, and this node's result says so.
+ */
+void node_cancel(struct node *n);
+
 /* This attempt's result is sent: the coordinator's next word (FINAL,
  * restart) is due soon. */
 bool node_waiting(const struct node *n);

@@ -639,6 +639,54 @@ before_poll(struct loop *l, void *arg)
 
 /* ---- signals ------------------------------------------------------------------------ */
 
+/*
+ * SIGTERM inside a Slurm job: was the job cancelled (scancel)?  Slurm
+ * sends SIGTERM to every process of the job for a cancel, the time limit,
+ * preemption and a requeue alike, and marks the job first; asked once,
+ * within END_TIME_TIMEOUT_S (the agent's loop waits for the answer).
+ * Without an answer the SIGTERM is not taken for a cancel.
+ */
+static bool
+job_cancelled(struct job *j)
+{
+	char why[512] = "";
+	int rc;
+
+	if (j->asked_cancel)
+		return j->cancelled;
+	j->asked_cancel = true;
+	rc = slurm_cancelled(END_TIME_TIMEOUT_S, why, sizeof(why));
+	if (rc < 0 && rc != -ENOENT)
+		LOG_WARN("cannot tell whether the job was cancelled: %s", why);
+	j->cancelled = rc == 1;
+	return j->cancelled;
+}
+
+/* SIGTERM while the training runs: a cancel stops it, else (--resume) it
+ * saves first; this node's record says which, should the coordinator's
+ * word never come. */
+static void
+on_term(struct job *j)
+{
+	if (job_cancelled(j)) {
+		LOG_INFO("got SIGTERM: Slurm cancelled the job; stopping the training "
+		         "without a checkpoint");
+		if (j->node)
+			node_cancel(j->node);
+		if (j->coord)
+			coord_cancel(j->coord, job_now(j));
+		jobfiles_record(j, 128 + SIGTERM, VIGIL_STATE_STOPPED,
+		                "SIGTERM: the job was cancelled (scancel); the training was stopped "
+		                "without a checkpoint, and the job is not requeued");
+		return;
+	}
+	jobfiles_record(j, j->o->resume ? VIGIL_EXIT_REQUEUE : 128 + SIGTERM, VIGIL_STATE_STOPPED,
+	                j->o->resume ?
+	                "SIGTERM: mpirun or the batch system ends the job; the training was "
+	                "told to save first (--resume)" :
+	                "SIGTERM: mpirun or the batch system ends the job");
+}
+
 static void
 on_signal(struct loop *l, int fd, short revents, void *arg)
 {
@@ -668,11 +716,7 @@ on_signal(struct loop *l, int fd, short revents, void *arg)
 		if (sig == SIGCHLD && !j->node)
 			(void)child_reap(NULL);  /* hooks and staging keepers (runner.h) */
 		if (sig == SIGTERM && j->phase == PH_RUN)
-			jobfiles_record(j, j->o->resume ? VIGIL_EXIT_REQUEUE : 128 + sig,
-			             VIGIL_STATE_STOPPED, j->o->resume ?
-			             "SIGTERM: mpirun or the batch system ends the job; the training was "
-			             "told to save first (--resume)" :
-			             "SIGTERM: mpirun or the batch system ends the job");
+			on_term(j);
 		if (j->node)
 			node_signal(j->node, sig);
 	}

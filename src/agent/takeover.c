@@ -18,6 +18,7 @@
 #include "autoconf.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,8 @@
 static int
 orphan_code(const struct job *j)
 {
+	if (j->cancelled)
+		return 128 + SIGTERM;  /* a cancelled job is not requeued */
 	return j->o->resume ? VIGIL_EXIT_REQUEUE : VIGIL_EXIT_INTERNAL;
 }
 

@@ -8,7 +8,7 @@
  *            or a header {"go": true, "job", "finalize", "nudge"?, "bcast": LEN}: the
  *            plan follows as a broadcast of LEN bytes
  *   result   {"node", "attempt", "idle", "seconds", "exit_code", "signal"?,
- *             "agent_signal"?, "error"?, "checkpoint"?: {"confirmed", "why"}, "hint"?,
+ *             "agent_signal"?, "cancelled"?, "error"?, "checkpoint"?: {"confirmed", "why"}, "hint"?,
  *             "stderr_tail": [lines], "output_lost"?}
  *   command  {"command": "stop"|"checkpoint"|"restart"|"perf", "reason"?,
  *             "attempt"?, "master_addr"?, "master_port"?, "members"?: [r]}
@@ -170,6 +170,8 @@ encode_result(cJSON *o, const struct msg_result *r, bool *ok)
 		put_num(o, "signal", r->signal, ok);
 	if (r->agent_signal)
 		put_num(o, "agent_signal", r->agent_signal, ok);
+	if (r->cancelled)
+		put_bool(o, "cancelled", true, ok);
 	put_str(o, "error", r->error, ok);
 	put_str(o, "hint", r->hint, ok);
 	if (r->ckpt) {
@@ -472,6 +474,7 @@ decode_result(const cJSON *o, struct msg_result *r)
 	    (rc = get_int(o, "exit_code", 0, STATUS_MAX, true, &r->exit_code)) < 0 ||
 	    (rc = get_int(o, "signal", 0, NSIG - 1, false, &r->signal)) < 0 ||
 	    (rc = get_int(o, "agent_signal", 0, NSIG - 1, false, &r->agent_signal)) < 0 ||
+	    (rc = get_bool(o, "cancelled", false, &r->cancelled)) < 0 ||
 	    (rc = get_strdup(o, "error", false, &r->error)) < 0 ||
 	    (rc = get_strdup(o, "hint", false, &r->hint)) < 0)
 		return rc;

@@ -87,6 +87,7 @@ struct msg_result {
 	int exit_code;     /* the training's status (128+N for a signal) or a vigil code */
 	int signal;        /* the signal that ended the training, or 0 */
 	int agent_signal;  /* TERM/INT/HUP/QUIT the agent received, or 0 */
+	bool cancelled;    /* ... a SIGTERM from the batch system cancelling the job */
 	const char *error;       /* could not start: why; NULL when it started */
 	bool ckpt;               /* the checkpoint signal was sent in this attempt */
 	bool ckpt_confirmed;     /* ... and the training gave the evidence of a save */

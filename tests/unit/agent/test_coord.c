@@ -650,6 +650,58 @@ test_agent_term_with_resume(void **state)
 	assert_false(coord_faulty(f->c, 2));
 }
 
+/* Under --resume, a cancel (scancel) stops without a checkpoint: 143, not 81. */
+static void
+test_cancel_with_resume(void **state)
+{
+	struct fx *f = *state;
+	struct msg_result r = { .node = "n3", .exit_code = 143, .agent_signal = SIGTERM,
+	                        .cancelled = true };
+	cJSON *rep;
+
+	f->o.resume = true;
+	start(f, 0, 0);
+	coord_result(f->c, 2, &r, 3);
+	assert_int_equal(coord_phase(f->c), COORD_STOPPING);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"checkpoint\""), 0);
+	result(f, 0, 143, 0, 4);
+	result(f, 1, 143, 0, 4);
+	assert_int_equal(coord_exit_code(f->c), 143);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_STOPPED);
+	assert_false(coord_faulty(f->c, 2));
+	assert_false(coord_faulty(f->c, 0));
+	rep = report(f, 5);
+	assert_non_null(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(rep, "reason")),
+	                       "cancelled (scancel)"));
+	cJSON_Delete(rep);
+}
+
+/* The training died of Slurm's own SIGTERM before its agent knew: a fault
+ * first (checkpoint, 81), then the coordinator's own agent learns of the
+ * cancel: the job ends cancelled, 143, with the cancel as its reason. */
+static void
+test_cancel_after_fault(void **state)
+{
+	struct fx *f = *state;
+	cJSON *rep;
+
+	f->o.resume = true;
+	start(f, 0, 0);
+	result(f, 1, 143, 0, 3);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	coord_cancel(f->c, 3.1);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);  /* no stop over the saves */
+	result(f, 0, 0, 0, 4);
+	result(f, 2, 0, 0, 4);
+	assert_int_equal(coord_exit_code(f->c), 143);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_STOPPED);
+	assert_true(coord_hold(f->c) == 0);
+	rep = report(f, 5);
+	assert_non_null(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(rep, "reason")),
+	                       "cancelled (scancel)"));
+	cJSON_Delete(rep);
+}
+
 /* A successor takes over from a coordinator that fell silent. */
 static void
 test_successor_adopts(void **state)
@@ -1635,6 +1687,8 @@ main(void)
 		T(test_start_error_said_once),
 		T(test_crash_with_resume_checkpoints),
 		T(test_agent_term_with_resume),
+		T(test_cancel_with_resume),
+		T(test_cancel_after_fault),
 		T(test_successor_adopts),
 		T(test_checkpoint_not_confirmed),
 		T(test_restart_then_success),

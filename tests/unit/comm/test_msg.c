@@ -53,6 +53,16 @@ test_result(void **state)
 	assert_int_equal(d.u.result.ntail, 2);
 	/* a byte that is not UTF-8 becomes U+FFFD on the wire */
 	assert_string_equal(d.u.result.tail[1], "bad \xef\xbf\xbd byte");
+	assert_int_equal(d.u.result.agent_signal, 0);
+	assert_false(d.u.result.cancelled);
+	msg_clear(&d);
+
+	/* an agent stopped by the batch system's cancel */
+	m.u.result = (struct msg_result){ .node = "n2", .exit_code = 143, .agent_signal = 15,
+	                                  .cancelled = true };
+	d = round_trip(&m, 4);
+	assert_int_equal(d.u.result.agent_signal, 15);
+	assert_true(d.u.result.cancelled);
 	msg_clear(&d);
 }
 
