@@ -476,6 +476,24 @@ tick_due(struct jobperf *jp, double now)
 	return since >= every / 4 && ahead >= (PERF_SLOTS - 1) / 3;
 }
 
+/*
+ * Coordinator: how soon tick_due() may say yes without anything happening
+ * meanwhile: at the next of its thresholds (a quarter interval, one, ten).
+ * Between them only new timing lines can make a tick due, and a line
+ * wakes the loop itself (it is read from the training's output), so
+ * looking on a short timer there only costs wakeups: with a training that
+ * prints no timing lines, 100 a second for all but a quarter of each
+ * interval.
+ */
+static long
+next_tick_ms(const struct jobperf *jp, double now)
+{
+	double since = now - jp->last_tick, every = jp->o->perf_interval_s, at;
+
+	at = since < every / 4 ? every / 4 : since < every ? every : 10 * every;
+	return at > since ? (long)((at - since) * 1000) + 1 : POLL_MIN_MS;
+}
+
 long
 jobperf_cycle(struct jobperf *jp, double now, bool ticking)
 {
@@ -516,11 +534,8 @@ jobperf_cycle(struct jobperf *jp, double now, bool ticking)
 	}
 	if (jp->red)
 		return POLL_MIN_MS;
-	if (jp->rank == 0 && ticking) {
-		double next = jp->last_tick + jp->o->perf_interval_s / 4 - now;
-
-		return next > 0 ? (long)(next * 1000) + 1 : POLL_MIN_MS;
-	}
+	if (jp->rank == 0 && ticking)
+		return next_tick_ms(jp, now);
 	return -1;
 }
 

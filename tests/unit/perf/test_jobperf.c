@@ -264,6 +264,37 @@ test_restart_goes_on(void **state)
 	cJSON_Delete(r);
 }
 
+/*
+ * The coordinator's wish for its next look, with a training that prints
+ * no timing lines: no sooner than the next time a reduction could be due
+ * (a quarter interval, an interval, ten intervals after the last), so an
+ * idle coordinator is not woken 100 times a second in between.
+ */
+static void
+test_idle_wakeups(void **state)
+{
+	struct fix *f = *state;
+	double at[] = { 0.3, 0.5, 0.9, 1.5, 4, 9.5 }, next[] = { 1, 1, 1, 10, 10, 10 };
+	long w;
+
+	f->now = 100;
+	start(f, 1);
+	jobperf_set_trains(f->jp, true);
+	interval(f);   /* the first reduction, done at once in a world of one */
+	f->rec.ticks = 0;
+	w = jobperf_cycle(f->jp, f->now + 0.1, true);
+	assert_in_range(w, 150, 151);
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		w = jobperf_cycle(f->jp, f->now + at[i], true);
+		assert_int_equal(f->rec.ticks, 0);
+		assert_in_range(w, (long)((next[i] - at[i]) * 1000) - 1,
+		                (long)((next[i] - at[i]) * 1000) + 1);
+	}
+	/* ten intervals: a reduction, to learn whether other nodes have lines */
+	(void)jobperf_cycle(f->jp, f->now + 10, true);
+	assert_int_equal(f->rec.ticks, 1);
+}
+
 /* The metrics file's rewrites: a second apart, or 20 times the last write. */
 static void
 test_metrics_gap(void **state)
@@ -319,6 +350,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_horovod_attribution, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_final_catches_up, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_goes_on, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_wakeups, setup, teardown),
 		cmocka_unit_test(test_metrics_gap),
 		cmocka_unit_test_setup_teardown(test_metrics_rewrites, setup, teardown),
 	};
