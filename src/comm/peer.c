@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mpi.h>
 
@@ -115,6 +116,8 @@ peer_init(int *argc, char ***argv, struct peer **out)
 		 * trainings on 2 cores, a checkpoint command waited 5-16 ms
 		 * inside one look.  Off for the agent's MPI unless the user
 		 * chose; not passed to the training, whose MPI is its own.
+		 * The one wait that blocks, at the end, sleeps between its
+		 * tries instead (wait_yielding()).
 		 */
 		yield_set = getenv("OMPI_MCA_mpi_yield_when_idle") == NULL &&
 		            setenv("OMPI_MCA_mpi_yield_when_idle", "0", 0) == 0;
@@ -1230,6 +1233,31 @@ reduce_release(void)
 	reduce_op = MPI_OP_NULL;
 }
 
+/*
+ * A wait that blocks, at the end: MPI_Test, then a short sleep between
+ * tries.  peer_init() turns Open MPI's yielding off for the agent's fast
+ * looks, so MPI_Wait here would spin a whole time slice at a time; where
+ * ranks outnumber cores the ranks it waits for need that core (a check of
+ * 64 ranks on 2 cores took twice an MPI program's own start).  The sleep
+ * grows from 50 us to 1 ms: the request is usually done at once.
+ */
+static int
+wait_yielding(MPI_Request *req)
+{
+	struct timespec ts = { 0, 50000 };
+	int flag = 0;
+
+	for (;;) {
+		if (MPI_Test(req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+			return -EPROTO;
+		if (flag)
+			return 0;
+		(void)nanosleep(&ts, NULL);
+		if (ts.tv_nsec < 1000000)
+			ts.tv_nsec *= 2;
+	}
+}
+
 void
 peer_finalize(struct peer *p, bool clean)
 {
@@ -1242,7 +1270,7 @@ peer_finalize(struct peer *p, bool clean)
 		reduce_release();
 		/* Every peer is alive and here too: its communicator is made
 		 * (MPI_Finalize must find no collective pending), then freed. */
-		if (p->tree_ok || MPI_Wait(&p->tree_req, MPI_STATUS_IGNORE) == MPI_SUCCESS)
+		if (p->tree_ok || wait_yielding(&p->tree_req) == 0)
 			MPI_Comm_free(&p->tree_comm);
 		MPI_Finalize();
 	}

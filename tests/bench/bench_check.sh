@@ -10,11 +10,13 @@
 #   a job, N:     mpirun -np N vigil run --precheck off -- true  vs the same
 #                 MPI program: what a job of N agents costs beyond MPI's own
 #                 start and end (gather, plan, launch, results, FINAL)
-# Medians of REPS runs (default 5).  Machines here are shared and noisy,
-# so only the ratios are worth comparing across runs.
+# Medians of REPS rounds (default 5), each round running the baseline
+# and vigil one after the other.  Machines here are shared and noisy, so
+# only the ratios are worth comparing across runs.
 #
 # Usage: tests/bench/bench_check.sh [VIGIL]   (default ./vigil)
-# Env: GATHER (bench_mpi_gather, default beside VIGIL in tests/bench)
+# Env: GATHER (bench_mpi_gather, default beside VIGIL in tests/bench),
+# REPS, RANKS (default "1 2 4 8 16 32 64")
 set -euo pipefail
 
 vigil=$(realpath "${1:-./vigil}")
@@ -28,38 +30,50 @@ if [ "$(id -u)" = 0 ]; then
 fi
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 
-# median_ms CMD...: median wall time of REPS runs, in milliseconds; a run
-# that fails or outlives 120 s (Open MPI 4.1's mpirun can hang at the end
-# of a job of many short processes) is said and left out, "-" if all are.
-median_ms() {
-	local i t0 t1 times=()
-	for ((i = 0; i < reps; i++)); do
-		t0=$(date +%s%N)
-		if ! timeout -k 10 120 "$@" >/dev/null 2>&1; then
-			echo "bench_check: failed or timed out: $*" >&2
-			continue
-		fi
-		t1=$(date +%s%N)
-		times+=($(( (t1 - t0) / 1000 )))
-	done
-	[ "${#times[@]}" -gt 0 ] || { printf -- -; return; }
-	printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'
+# ms CMD...: wall time of one run of CMD, in ms, or nothing when it fails
+# or outlives 120 s (Open MPI 4.1's mpirun can hang at the end of a job of
+# many short processes): said, and left out of the median.
+ms() {
+	local t0 t1
+	t0=$(date +%s%N)
+	if ! timeout -k 10 120 "$@" >/dev/null 2>&1; then
+		echo "bench_check: failed or timed out: $*" >&2
+		return
+	fi
+	t1=$(date +%s%N)
+	echo $(( (t1 - t0) / 1000000 ))
+}
+
+# median MS...: the median of the times given, "-" if none
+median() {
+	[ "$#" -gt 0 ] || { printf -- -; return; }
+	printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {printf "%.0f", a[int((NR+1)/2)]}'
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-") printf "-"; else printf "%.2f", a / b }'; }
 
-echo "# vigil check wall time, median of $reps runs ($(nproc) cores, $(date -u +%Y-%m-%d))"
+# Each round runs the baseline and the cases being compared one after the
+# other, so that a spell of load elsewhere on the machine falls on all of
+# them alike, not on whichever ran in it.
+echo "# vigil check wall time, median of $reps runs, alternating ($(nproc) cores, $(date -u +%Y-%m-%d))"
 printf '%-34s %10s %12s %8s %14s\n' "case" "vigil ms" "baseline ms" "ratio" "mpirun true ms"
-b=$(median_ms /bin/true)
-v=$(median_ms "$vigil" check)
-printf '%-34s %10s %12s %8s %14s\n' "alone (vs true)" "$v" "$b" "$(ratio "$v" "$b")" -
+b=() v=()
+for ((i = 0; i < reps; i++)); do
+	b+=($(ms /bin/true)); v+=($(ms "$vigil" check))
+done
+printf '%-34s %10s %12s %8s %14s\n' "alone (vs true)" "$(median "${v[@]}")" "$(median "${b[@]}")" \
+	"$(ratio "$(median "${v[@]}")" "$(median "${b[@]}")")" -
+mpi=("$mpirun" --oversubscribe --bind-to none)
 for n in $ranks; do
-	t=$(median_ms "$mpirun" --oversubscribe --bind-to none -np "$n" true)
-	b=$(median_ms "$mpirun" --oversubscribe --bind-to none -np "$n" "$gather")
-	v=$(median_ms "$mpirun" --oversubscribe --bind-to none -np "$n" "$vigil" check)
-	printf '%-34s %10s %12s %8s %14s\n' "mpirun -np $n (vs MPI init+gather)" "$v" "$b" \
-		"$(ratio "$v" "$b")" "$t"
-	j=$(median_ms "$mpirun" --oversubscribe --bind-to none -np "$n" "$vigil" run --precheck off \
-		--summary-interval 0 -- true)
-	printf '%-34s %10s %12s %8s %14s\n' "  vigil run, a job of true" "$j" "$b" "$(ratio "$j" "$b")" -
+	t=() b=() v=() j=()
+	for ((i = 0; i < reps; i++)); do
+		t+=($(ms "${mpi[@]}" -np "$n" true))
+		b+=($(ms "${mpi[@]}" -np "$n" "$gather"))
+		v+=($(ms "${mpi[@]}" -np "$n" "$vigil" check))
+		j+=($(ms "${mpi[@]}" -np "$n" "$vigil" run --precheck off --summary-interval 0 -- true))
+	done
+	tm=$(median "${t[@]}"); bm=$(median "${b[@]}"); vm=$(median "${v[@]}"); jm=$(median "${j[@]}")
+	printf '%-34s %10s %12s %8s %14s\n' "mpirun -np $n (vs MPI init+gather)" "$vm" "$bm" \
+		"$(ratio "$vm" "$bm")" "$tm"
+	printf '%-34s %10s %12s %8s %14s\n' "  vigil run, a job of true" "$jm" "$bm" "$(ratio "$jm" "$bm")" -
 done

@@ -1,14 +1,18 @@
 /*
  * count_yield.c - an LD_PRELOAD library for mpi_yield.sh: counts a
- * process's calls of sched_yield() and, when it exits, appends one line
- * "COMM FORKED COUNT" to the file named by $COUNT_YIELD_FILE.  FORKED is
- * 1 in a process forked without exec (vigil's keeper), whose count
- * starts again at the fork; 0 in one that an exec began.
+ * process's calls of sched_yield() and of MPI_Wait() and, when it exits,
+ * appends one line "COMM FORKED COUNT WAITS" to the file named by
+ * $COUNT_YIELD_FILE.  FORKED is 1 in a process forked without exec
+ * (vigil's keeper), whose counts start again at the fork; 0 in one that
+ * an exec began.
  *
  * Open MPI's progress engine calls sched_yield() through the C library,
- * so a preloaded definition sees every call it makes.
+ * so a preloaded definition sees every call it makes.  MPI_Wait() is
+ * passed on to the next definition (the MPI library's); its arguments are
+ * only handed on, so no MPI header is needed here.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -21,8 +25,19 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static atomic_long calls;
+static atomic_long calls, waits;
 static int forked;
+
+int MPI_Wait(void *request, void *status);
+
+int
+MPI_Wait(void *request, void *status)
+{
+	int (*next)(void *, void *) = (int (*)(void *, void *))dlsym(RTLD_NEXT, "MPI_Wait");
+
+	atomic_fetch_add(&waits, 1);
+	return next ? next(request, status) : -1;
+}
 
 int
 sched_yield(void)
@@ -35,6 +50,7 @@ static void
 in_child(void)
 {
 	atomic_store(&calls, 0);
+	atomic_store(&waits, 0);
 	forked = 1;
 }
 
@@ -54,7 +70,8 @@ report(void)
 	if (!path || !*path)
 		return;
 	(void)prctl(PR_GET_NAME, comm, 0, 0, 0);
-	n = snprintf(line, sizeof(line), "%s %d %ld\n", comm, forked, atomic_load(&calls));
+	n = snprintf(line, sizeof(line), "%s %d %ld %ld\n", comm, forked, atomic_load(&calls),
+	             atomic_load(&waits));
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		if (n > 0 && write(fd, line, (size_t)n) != n)

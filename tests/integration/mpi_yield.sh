@@ -40,6 +40,20 @@ fi
 expect_eq "the training does not inherit the agent's setting" \
 	"$(printf 'setting unset\n%.0s' $(seq 1 "$np"))" "$(grep '^setting' "$SCRATCH/default.out")"
 
+# The waits that block, at the end (the reductions' communicator before
+# MPI_Finalize), give the core away between tries: with yielding off an
+# MPI_Wait spins, and where ranks outnumber cores the ranks it waits for
+# need that core (a check of 64 ranks on 2 cores took twice an MPI
+# program's start).  The check's agents never call it.
+rm -f "$SCRATCH/check.counts"
+run_mpi -np "$np" env LD_PRELOAD="$shim" COUNT_YIELD_FILE="$SCRATCH/check.counts" \
+	"$VIGIL" check >"$SCRATCH/check.out" 2>"$SCRATCH/check.err"; rc=$?
+expect_eq "the check succeeds" 0 "$rc"
+expect_eq "every checking agent counted" "$np" \
+	"$(awk '$1 == "vigil" && $2 == 0' "$SCRATCH/check.counts" 2>/dev/null | wc -l)"
+expect_eq "no checking agent spins in MPI_Wait" "" \
+	"$(awk '$1 == "vigil" && $2 == 0 && $4 != 0 { print $4 }' "$SCRATCH/check.counts" 2>/dev/null)"
+
 # The user's own setting is theirs: the agents yield, the training sees it.
 run user OMPI_MCA_mpi_yield_when_idle=1; rc=$?
 expect_eq "the job succeeds, yielding" 0 "$rc"
