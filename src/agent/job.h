@@ -2,8 +2,9 @@
  * job.h - one agent's job, private to the files of `vigil run` in agent/:
  * run.c (the agent's phases and the routing of messages), survey.c (this
  * node's survey, the gather and the plan), takeover.c (the coordinator
- * lost: the watch, the orphan, the successor) and jobfiles.c (the files
- * the job writes).
+ * lost: the watch, the orphan, the successor), finish.c (the
+ * coordinator's end of the job) and jobfiles.c (the files the job
+ * writes).
  *
  * struct job is the state they share; the functions below are run.c's,
  * the services the other three call back into.  Everything runs on the
@@ -130,9 +131,6 @@ void job_drain(struct job *j);
  * said BYE, it ends the job at mpirun with MPI_Abort(exit_code).
  */
 void job_abort_at_end(struct job *j, int told);
-
-/* After every input to the coordinator: has it moved to the end? */
-void job_coordinator_check(struct job *j);
 
 /* The coordinator: its time limit looked at again when it is due (and at NOW). */
 void job_recheck_end_time(struct job *j, double now);

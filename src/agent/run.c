@@ -7,8 +7,9 @@
  * plan, stop, checkpoint, restart, the end), jobperf.c (timing
  * reductions and alerts), msg.c (what the agents say to each other).
  * Beside this file, with the job's state in job.h: survey.c (this node's
- * survey, the gather, the plan), takeover.c (the coordinator lost) and
- * jobfiles.c (the event log, report, exclude list, state file, records).
+ * survey, the gather, the plan), takeover.c (the coordinator lost),
+ * finish.c (the coordinator's end of the job) and jobfiles.c (the event
+ * log, report, exclude list, state file, records).
  * This file owns the MPI peer, the loop and the signal descriptor, moves
  * the agent through its phases and routes each message once to the module
  * it is for.
@@ -49,6 +50,7 @@
 
 #include "vigil.h"
 #include "agent/coord.h"
+#include "agent/finish.h"
 #include "agent/job.h"
 #include "agent/jobfiles.h"
 #include "agent/node.h"
@@ -70,7 +72,6 @@
 #include "prep/prep.h"
 #include "proc/slurm.h"
 
-#define FINAL_REDUCE_MS 2000 /* the coordinator's last reduction, at most */
 #define DRAIN_MS 5000        /* output, FINAL messages and reductions, at most */
 #define IDLE_POLL_MS 80      /* how often an idle agent looks at MPI */
 #define DUE_POLL_MS 5        /* ... when a message is due soon */
@@ -140,180 +141,6 @@ job_say(void *arg, const char *line)
 {
 	(void)arg;
 	log_say("%s\n", line);
-}
-
-/* ---- what the trainings and boards use ------------------------------------------- */
-
-/* How often the coordinator records the ranges so far in the event log. */
-#define USAGE_EVENT_S 300
-
-/* A node's note said what it uses: into the metrics and the ranges. */
-static void
-take_usage(struct job *j, int src, const cJSON *u, double now)
-{
-	const char *node = coord_host(j->coord, src);
-
-	if (!j->usage && !(j->usage = usage_new(j->size)))
-		return;
-	if (usage_take(j->usage, j->perf ? jobperf_metrics_store(j->perf) : NULL, src,
-	               node ? node : "?", u, now) == -EINVAL)
-		LOG_WARN("ignoring the usage rank %d sent: not an object", src);
-}
-
-/* The ranges so far as a "usage" event: every USAGE_EVENT_S while notes
- * come, and at the end (FORCE). */
-static void
-usage_event(struct job *j, double now, bool force)
-{
-	cJSON *d;
-	char line[512];
-	const char *node;
-
-	if (!j->usage || !usage_changed(j->usage) || (!force && now < j->usage_next))
-		return;
-	j->usage_next = now + USAGE_EVENT_S;
-	d = usage_summary(j->usage);
-	if (!d)
-		return;
-	usage_describe(d, line, sizeof(line));
-	node = coord_host(j->coord, j->rank);
-	jobfiles_event(j, node ? node : "?", j->rank, VIGIL_EVENT_USAGE, VIGIL_SEVERITY_INFO, line, d);
-}
-
-/* ---- the coordinator's end of the job --------------------------------------------- */
-
-static long
-on_hooks_late(struct loop *l, void *arg)
-{
-	struct job *j = arg;
-
-	(void)l;
-	j->phase_timer = NULL;
-	LOG_WARN("the end hooks did not end in time: leaving them");
-	job_drain(j);
-	return LOOP_NOMORE;
-}
-
-/* The job's status is known: the requeue and end hooks (prep.h), then the drain. */
-static void
-end_hooks(struct job *j, const char *state)
-{
-	int rc = j->prep ? prep_end(j->prep, state, j->exit_code) : 0;
-
-	if (rc <= 0) {
-		if (rc < 0)
-			LOG_ERR("cannot run the end hooks: out of memory");
-		j->exit_code = prep_exit_code(j->prep, j->exit_code);  /* a checkpoint hook's */
-		job_drain(j);
-		return;
-	}
-	job_step(j, PE_HOOKS, (long)((prep_time_left(j->prep) + 5) * 1000), on_hooks_late);
-}
-
-/* Every result is in and the last reduction done (or given up): the end. */
-static void
-conclude(struct job *j)
-{
-	double now = job_now(j);
-	int told;
-
-	if (j->perf && j->o->summary_s > 0)
-		jobperf_summary(j->perf);
-	usage_event(j, now, true);
-	jobfiles_write(j, now);
-	jobfiles_unrecord(j);  /* the report speaks for this node too */
-	told = coord_finish(j->coord, j->perf ? jobperf_cycles(j->perf) : 0, now);
-	j->exit_code = coord_exit_code(j->coord);
-	j->hold = coord_hold(j->coord);
-	j->clean = j->clean && coord_finalize_safe(j->coord);
-	if (coord_abort_end(j->coord))
-		job_abort_at_end(j, told);
-	end_hooks(j, coord_state(j->coord));
-}
-
-static long
-on_final_late(struct loop *l, void *arg)
-{
-	struct job *j = arg;
-
-	(void)l;
-	j->phase_timer = NULL;
-	LOG_WARN("the last timing reduction did not complete within %d ms", FINAL_REDUCE_MS);
-	conclude(j);
-	return LOOP_NOMORE;
-}
-
-/*
- * The node's attempt (the launch's, or a restart's) to performance
- * detection: its reductions among the attempt's members, and in Horovod
- * mode the inner mpirun's processes counted for the members that run
- * them (their slots, -map-by slot).
- */
-static void
-perf_attempt(struct job *j)
-{
-	struct jobperf_attempt a = { .attempt = node_attempt(j->node), .trains = node_trains(j->node) };
-	int *procs = NULL;
-
-	if (!j->perf)
-		return;
-	a.nmembers = node_members(j->node, &a.members);
-	if (j->o->mode == MODE_HOROVOD) {
-		procs = calloc(a.nmembers > 0 ? (size_t)a.nmembers : 1, sizeof(*procs));
-		for (int i = 0; procs && i < a.nmembers; i++)
-			procs[i] = node_member_slots(j->node, i);
-		a.procs = procs;
-	}
-	if ((j->o->mode == MODE_HOROVOD && !procs) || jobperf_set_attempt(j->perf, &a) < 0) {
-		LOG_WARN("performance detection cannot follow attempt %d: out of memory",
-		         a.attempt);
-		jobperf_set_trains(j->perf, a.trains);
-	}
-	free(procs);
-}
-
-/*
- * Whether the last reduction would wait for a lost node: the first
- * attempt's are collectives over every rank, a restart's are among its
- * members only (jobperf_set_attempt()).
- */
-static bool
-final_waits_on_lost(const struct job *j)
-{
-	const int *members;
-	int n;
-
-	if (coord_nlost(j->coord) == 0)
-		return false;
-	if (!j->node || node_attempt(j->node) == 0)
-		return true;
-	n = node_members(j->node, &members);
-	for (int i = 0; i < n; i++)
-		if (coord_lost(j->coord, members[i]))
-			return true;
-	return false;
-}
-
-/* The coordinator reached FINISHING: one more reduction for the last iterations. */
-static void
-finishing(struct job *j)
-{
-	/* A lost node would never join it. */
-	if (!j->perf || jobperf_broken(j->perf) || final_waits_on_lost(j)) {
-		conclude(j);
-		return;
-	}
-	jobperf_final(j->perf);
-	job_step(j, PE_FINAL, FINAL_REDUCE_MS, on_final_late);
-}
-
-void
-job_coordinator_check(struct job *j)
-{
-	if (j->phase != PH_RUN || !j->coord)
-		return;
-	if (coord_phase(j->coord) == COORD_FINISHING)
-		finishing(j);
 }
 
 /* ---- messages --------------------------------------------------------------------- */
@@ -414,7 +241,7 @@ take_final(struct job *j, const struct msg_final *f)
 	jobfiles_unrecord(j);
 	if (j->perf)
 		jobperf_set_due(j->perf, f->cycles);
-	end_hooks(j, f->state);
+	finish_end_hooks(j, f->state);
 }
 
 void
@@ -463,7 +290,7 @@ job_route(struct job *j, int src, int tag, const char *text)
 		if (j->coord)
 			coord_note(j->coord, src, &m.u.note, now);
 		if (j->coord && m.u.note.usage)
-			take_usage(j, src, m.u.note.usage, now);
+			finish_take_usage(j, src, m.u.note.usage, now);
 		break;
 	case MSG_COMMAND:
 		if (src != job_coord_rank(j))
@@ -480,7 +307,7 @@ job_route(struct job *j, int src, int tag, const char *text)
 			}
 			node_command(j->node, &m.u.command);
 			if (m.u.command.command == MSG_CMD_RESTART)
-				perf_attempt(j);
+				finish_perf_attempt(j);
 		}
 		break;
 	case MSG_FINAL:
@@ -589,7 +416,7 @@ before_poll(struct loop *l, void *arg)
 		job_recheck_end_time(j, now);
 		next = coord_tick(j->coord, now);
 
-		job_coordinator_check(j);
+		finish_coordinator_check(j);
 		if (next >= 0)
 			wait = next <= now ? 0 : (long)((next - now) * 1000) + 1;
 	}
@@ -601,14 +428,14 @@ before_poll(struct loop *l, void *arg)
 			jobperf_metrics(j->perf, VIGIL_STATE_RUNNING, (unsigned)coord_up(j->coord),
 			                (unsigned)coord_nlost(j->coord), false, now);
 		if (j->coord && j->phase == PH_RUN)
-			usage_event(j, now, false);
+			finish_usage_event(j, now, false);
 	}
 	if (j->phase != PH_EXIT)
 		fine_poll(j, now);
 	if (j->phase == PH_FINAL && jobperf_idle(j->perf)) {
 		loop_del_timer(j->loop, j->phase_timer);
 		j->phase_timer = NULL;
-		conclude(j);
+		finish_conclude(j);
 	}
 	if (j->phase == PH_DRAIN)
 		job_drain(j);
@@ -840,7 +667,7 @@ job_launch(struct job *j)
 		job_leave(j, VIGIL_EXIT_INTERNAL, false);
 		return;
 	}
-	perf_attempt(j);
+	finish_perf_attempt(j);
 }
 
 /* ---- the coordinator's time limit ----------------------------------------------------- */

@@ -26,6 +26,7 @@
 
 #include "vigil.h"
 #include "agent/coord.h"
+#include "agent/finish.h"
 #include "agent/job.h"
 #include "agent/jobfiles.h"
 #include "agent/node.h"
@@ -235,7 +236,7 @@ take_over(struct job *j, double now)
 			msg_clear(&m);
 		}
 	}
-	job_coordinator_check(j);
+	finish_coordinator_check(j);
 }
 
 /* Nobody took over: this node ends on its own once its training has. */
