@@ -61,11 +61,20 @@ phase_of(const char *s, size_t len)
 	return -1;
 }
 
-/* One ATTR of a spec into H.  0 or -EINVAL. */
+/* The three kinds of attribute: each may be given once. */
+enum { ATTR_WHERE = 1, ATTR_ON_FAILURE = 2, ATTR_TIMEOUT = 4 };
+
+/* One ATTR of a spec into H; SEEN: the kinds given before it, and its
+ * own added.  0 or -EINVAL (an unknown word, or a kind given twice, which
+ * would leave the hook to whichever came last: coordinator:all). */
 static int
-take_attr(const char *a, size_t len, struct config_hook *h, char *why, size_t whylen)
+take_attr(const char *a, size_t len, struct config_hook *h, unsigned *seen, char *why,
+          size_t whylen)
 {
+	static const char *const kinds[] = { "", "where it runs (all or coordinator)",
+		"what a failure does (fail or warn)", "", "its timeout" };
 	char word[64];
+	unsigned kind;
 	double d;
 
 	if (len == 0 || len >= sizeof(word)) {
@@ -74,17 +83,25 @@ take_attr(const char *a, size_t len, struct config_hook *h, char *why, size_t wh
 	}
 	memcpy(word, a, len);
 	word[len] = '\0';
-	if (strcmp(word, "all") == 0 || strcmp(word, "coordinator") == 0)
+	if (strcmp(word, "all") == 0 || strcmp(word, "coordinator") == 0) {
+		kind = ATTR_WHERE;
 		h->coordinator = word[0] == 'c';
-	else if (strcmp(word, "fail") == 0 || strcmp(word, "warn") == 0)
+	} else if (strcmp(word, "fail") == 0 || strcmp(word, "warn") == 0) {
+		kind = ATTR_ON_FAILURE;
 		h->warn = word[0] == 'w';
-	else if (opts_duration(word, &d, NULL) == 0 && d >= 1 && d <= 86400)
+	} else if (opts_duration(word, &d, NULL) == 0 && d >= 1 && d <= 86400) {
+		kind = ATTR_TIMEOUT;
 		h->timeout_s = d;
-	else {
+	} else {
 		snprintf(why, whylen, "'%s' is none of all, coordinator, fail, warn or a timeout "
 		         "from 1s to 1d (90s, 5m)", word);
 		return -EINVAL;
 	}
+	if (*seen & kind) {
+		snprintf(why, whylen, "'%s': %s is given twice; give it once", word, kinds[kind]);
+		return -EINVAL;
+	}
+	*seen |= kind;
 	return 0;
 }
 
@@ -93,6 +110,7 @@ hooks_parse_spec(const char *text, struct config_hook *h, char *why, size_t whyl
 {
 	const char *eq = strchr(text, '='), *p, *colon;
 	char what[PATH_MAX + 200];
+	unsigned seen = 0;
 	int rc;
 
 	memset(h, 0, sizeof(*h));
@@ -110,7 +128,8 @@ hooks_parse_spec(const char *text, struct config_hook *h, char *why, size_t whyl
 	}
 	for (p = colon; p && p < eq; p = colon) {
 		colon = memchr(p + 1, ':', (size_t)(eq - p - 1));
-		if (take_attr(p + 1, (size_t)((colon ? colon : eq) - p - 1), h, why, whylen) < 0)
+		if (take_attr(p + 1, (size_t)((colon ? colon : eq) - p - 1), h, &seen, why,
+		              whylen) < 0)
 			return -EINVAL;
 	}
 	rc = trust_command(eq + 1, what, sizeof(what));
@@ -259,13 +278,14 @@ on_done(void *arg, int status)
 	hs->r = NULL;
 	if (status != 0) {
 		if (status == RUNNER_TIMEOUT)
-			snprintf(why, sizeof(why), "%s hook '%.100s' did not end within %.0f s",
+			snprintf(why, sizeof(why), "%s hook '%.100s' did not end within %.0f s%s",
 			         config_hook_phase_names[h->phase], h->command,
-			         h->timeout_s > 0 ? h->timeout_s : hs->o.timeout_s);
+			         h->timeout_s > 0 ? h->timeout_s : hs->o.timeout_s,
+			         h->warn ? " (warning)" : "");
 		else
-			snprintf(why, sizeof(why), "%s hook '%.100s' failed with status %d%s%.200s",
+			snprintf(why, sizeof(why), "%s hook '%.100s' failed with status %d%s%.200s%s",
 			         config_hook_phase_names[h->phase], h->command, status,
-			         hs->last[0] ? ": " : "", hs->last);
+			         hs->last[0] ? ": " : "", hs->last, h->warn ? " (warning)" : "");
 		if (h->warn)
 			hs->res.warned++;
 		else

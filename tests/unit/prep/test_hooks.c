@@ -77,6 +77,14 @@ test_spec(void **state)
 	assert_non_null(strstr(why, "'somewhere'"));
 	assert_int_equal(hooks_parse_spec("end:0s=x", &h, why, sizeof(why)), -EINVAL);
 	assert_int_equal(hooks_parse_spec("end::=x", &h, why, sizeof(why)), -EINVAL);
+	/* contradictions, and a kind given twice: each refused, naming it */
+	assert_int_equal(hooks_parse_spec("end:coordinator:all=x", &h, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "'all': where it runs (all or coordinator) is given twice"));
+	assert_int_equal(hooks_parse_spec("end:warn:fail=x", &h, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "what a failure does (fail or warn) is given twice"));
+	assert_int_equal(hooks_parse_spec("end:2m:90s=x", &h, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "its timeout is given twice"));
+	assert_int_equal(hooks_parse_spec("end:warn:warn=x", &h, why, sizeof(why)), -EINVAL);
 }
 
 /* Run PHASE's hooks with SPECS on RANK until they are over. */
@@ -146,6 +154,18 @@ test_failures(void **state)
 	/* the failing one's reason wins over the warning's */
 	assert_string_equal(s.res[0].why, "pre-launch hook 'echo disk missing; exit 3' failed "
 	                    "with status 3: disk missing");
+	/* what is said of each: the warn-only one is a warning, the other not */
+	{
+		int warned = 0, failed = 0;
+
+		for (int i = 0; i < s.nlines; i++) {
+			warned += strstr(s.lines[i], "'echo soft; exit 2' failed with status 2: soft "
+			                 "(warning)") != NULL;
+			failed += strstr(s.lines[i], "status 3: disk missing (warning)") != NULL;
+		}
+		assert_int_equal(warned, 1);
+		assert_int_equal(failed, 0);
+	}
 }
 
 /* Bounded in time: killed at its limit, and said so. */
