@@ -137,7 +137,8 @@ incident_job_commit(struct incident_job *j)
 		return 0;
 	n = j->n - j->written;
 	/* one file per node: a node's reader lists only its own */
-	qsort(j->v + j->written, n, sizeof(*j->v), cmp_node);
+	if (n > 1)  /* qsort() of no array is undefined */
+		qsort(j->v + j->written, n, sizeof(*j->v), cmp_node);
 	rc = ledger_open(j->cfg->ledger.dir, true, &l, why, sizeof(why));
 	while (l && done < n) {
 		struct ledger_record *first = &j->v[j->written + done];

@@ -648,7 +648,7 @@ list_dir(int dfd, const char *prefix, struct names *out)
 	if (rc == 0 && errno)
 		rc = -errno;
 	(void)closedir(d);
-	if (rc == 0)
+	if (rc == 0 && out->n > 1)  /* qsort() of no array is undefined */
 		qsort(out->v, out->n, sizeof(*out->v), cmp_name);
 	return rc;
 }
@@ -775,7 +775,8 @@ sort_unique(struct ledger_records *rs, size_t from)
 {
 	size_t o = from;
 
-	qsort(rs->v + from, rs->n - from, sizeof(*rs->v), cmp_record);
+	if (rs->n - from > 1)  /* qsort() of no array is undefined */
+		qsort(rs->v + from, rs->n - from, sizeof(*rs->v), cmp_record);
 	for (size_t i = from; i < rs->n; i++)
 		if (o == from || strcmp(rs->v[o - 1].id, rs->v[i].id) != 0)
 			rs->v[o++] = rs->v[i];
