@@ -204,7 +204,7 @@ topo_dir(void)
 		return env;
 	/* Run by hand from the build tree: the source path the compiler saw. */
 	slash = strrchr(__FILE__, '/');
-	snprintf(dir, sizeof(dir), "%.*s/../data/topo", slash ? (int)(slash - __FILE__) : 1,
+	snprintf(dir, sizeof(dir), "%.*s/../../data/topo", slash ? (int)(slash - __FILE__) : 1,
 	         slash ? __FILE__ : ".");
 	return dir;
 }
