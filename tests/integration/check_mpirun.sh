@@ -75,7 +75,7 @@ expect_match "driver mismatch names n2" '^vigil: n2 \(rank 2\): consistency: dri
 # timeout, and nobody hangs.
 printf '{"check": {"gather_timeout": 3}}\n' > "$cfg"
 start=$(date +%s)
-out=$(timeout -k 5 60 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none \
+out=$(timeout -k 5 60 "${MPIRUN:-mpirun}" "${MPI_FLAGS[@]}" \
 	-np 1 env VIGIL_NODE_NAME=n0 "$VIGIL" check --config "$cfg" --sysfs-root "$SCRATCH/n0" $(pascal_flags) : \
 	-np 1 env VIGIL_NODE_NAME=n1 "$VIGIL" check --config "$cfg" --sysfs-root "$SCRATCH/n1" $(pascal_flags) : \
 	-np 1 "$HANG_PEER" 100 2>/dev/null); rc=$?

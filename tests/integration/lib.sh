@@ -104,15 +104,12 @@ pascal_flags() {
 # tests/run-all.sh) or Open MPI's mpirun.
 if "${MPIRUN:-mpirun}" --version 2>&1 | grep -q HYDRA; then MPI_HYDRA=1; else MPI_HYDRA=; fi
 
-# mpirun with the flags these tests need on one machine (Hydra runs more
-# ranks than cores, unbound, by itself).
-run_mpi() {
-	if [ -n "$MPI_HYDRA" ]; then
-		"$MPIRUN" "$@"
-	else
-		"${MPIRUN:-mpirun}" --oversubscribe --bind-to none "$@"
-	fi
-}
+# The flags these tests need on one machine, for "${MPIRUN:-mpirun}"
+# "${MPI_FLAGS[@]}" under timeout (Hydra runs more ranks than cores,
+# unbound, by itself); run_mpi: mpirun with them, ended after
+# MPI_LIMIT seconds (300) so that a hang fails one test.
+if [ -n "$MPI_HYDRA" ]; then MPI_FLAGS=(); else MPI_FLAGS=(--oversubscribe --bind-to none); fi
+run_mpi() { timeout -k 5 "${MPI_LIMIT:-300}" "${MPIRUN:-mpirun}" "${MPI_FLAGS[@]}" "$@"; }
 
 # The simulated training shipped in contrib/examples.
 SIM="${TESTS_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}/../contrib/examples/train_sim.py"
