@@ -621,19 +621,12 @@ static int
 list_dir(int dfd, const char *prefix, struct names *out)
 {
 	size_t plen = strlen(prefix);
-	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = util_opendir_at(dfd, ".");
 	struct dirent *e;
-	DIR *d;
 	int rc = 0;
 
-	if (fd < 0)
+	if (!d)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		rc = -errno;
-		(void)close(fd);
-		return rc;
-	}
 	while ((errno = 0, e = readdir(d))) {
 		size_t len = strlen(e->d_name);
 
@@ -941,7 +934,7 @@ all_nodes(struct ledger *l, struct names *spool, struct names *nodes)
 	char node[LEDGER_NODE_MAX + 1];
 	struct dirent *e;
 	DIR *d;
-	int rc = 0, fd;
+	int rc = 0;
 
 	if (l->spoolfd >= 0)
 		rc = list_dir(l->spoolfd, "", spool);
@@ -951,14 +944,9 @@ all_nodes(struct ledger *l, struct names *spool, struct names *nodes)
 			rc = names_add(nodes, node);
 	if (rc < 0 || l->storefd < 0)
 		return rc;
-	fd = openat(l->storefd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		rc = -errno;
-		if (fd >= 0)
-			(void)close(fd);
-		return rc;
-	}
+	d = util_opendir_at(l->storefd, ".");
+	if (!d)
+		return -errno;
 	while (rc == 0 && (errno = 0, e = readdir(d)))
 		if (e->d_name[0] != '.' && check_node(e->d_name, NULL, 0) == 0)
 			rc = names_add(&store, e->d_name);
@@ -1083,17 +1071,9 @@ remove_stale(int dfd, const char *prefix, double now)
 	size_t plen = strlen(prefix);
 	struct dirent *e;
 	DIR *d;
-	int fd;
 
-	if (dfd < 0)
+	if (dfd < 0 || !(d = util_opendir_at(dfd, ".")))
 		return;
-	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			(void)close(fd);
-		return;
-	}
 	while ((e = readdir(d))) {
 		struct stat st;
 

@@ -31,6 +31,7 @@
 
 #include "launch/child.h"
 #include "lib/sig.h"
+#include "lib/util.h"
 #include "proc/spawn.h"
 #include "sys/hwmon.h"
 
@@ -529,23 +530,12 @@ fail:
 static int
 read_exec_errno(int fd)
 {
-	size_t got = 0;
 	int e = 0;
-	ssize_t n;
+	ssize_t got = util_read_all(fd, &e, sizeof(e));
 
-	while (got < sizeof(e)) {
-		n = read(fd, (char *)&e + got, sizeof(e) - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	if (got == 0)
-		return 0;
-	if (got < sizeof(e) || e <= 0)
+	if (got <= 0)
+		return (int)got;  /* 0: EOF, exec succeeded */
+	if ((size_t)got < sizeof(e) || e <= 0)
 		return -EIO;  /* one write of sizeof(e) is atomic: cannot happen */
 	return e;
 }

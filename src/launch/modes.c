@@ -767,7 +767,8 @@ script_declares(const char *path, const char *workdir)
 	char full[PATH_MAX], self[64];
 	struct stat st;
 	char *buf = NULL;
-	size_t len = 0, cap;
+	size_t len, cap;
+	ssize_t n;
 	int pfd, fd = -1, rc;
 
 	if (snprintf(full, sizeof(full), "%s%s%s", path[0] != '/' && workdir ? workdir : "",
@@ -795,19 +796,12 @@ script_declares(const char *path, const char *workdir)
 		rc = fd < 0 ? -errno : -ENOMEM;
 		goto out;
 	}
-	while (len < cap) {
-		ssize_t n = read(fd, buf + len, cap - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
+	n = util_read_all(fd, buf, cap);
+	if (n < 0) {
+		rc = (int)n;
+		goto out;
 	}
+	len = (size_t)n;
 	rc = memchr(buf, '\0', len) ? -EILSEQ : declares_local_rank(buf, len);
 out:
 	free(buf);

@@ -76,6 +76,25 @@ util_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+ssize_t
+util_read_all(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
 /* Split PATH into its directory (a new string, "." when none) and base. */
 static int
 split_path(const char *path, char **dir, const char **base)
@@ -259,19 +278,12 @@ util_mkdir_p(const char *path, mode_t mode)
 static int
 remove_at(int dfd, dev_t dev)
 {
-	DIR *d;
+	DIR *d = util_opendir_at(dfd, ".");
 	struct dirent *e;
-	int rc = 0, fd;
+	int rc = 0;
 
-	fd = dup(dfd);
-	if (fd < 0)
+	if (!d)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		rc = -errno;
-		(void)close(fd);
-		return rc;
-	}
 	while ((e = readdir(d))) {
 		struct stat st;
 		int sub, r = 0;
@@ -301,6 +313,24 @@ remove_at(int dfd, dev_t dev)
 	}
 	(void)closedir(d);
 	return rc;
+}
+
+DIR *
+util_opendir_at(int dfd, const char *path)
+{
+	int fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+
+		(void)close(fd);
+		errno = e;
+	}
+	return d;
 }
 
 int

@@ -1,7 +1,7 @@
 /*
  * util.h - one copy of each small utility vigil needs in many places:
  * the monotonic clock, writing all of a buffer, the atomic file writer,
- * private directories, UTF-8 repair, sizes and plurals for people, and
+ * private directories and their listing, UTF-8 repair, sizes and plurals for people, and
  * host-name validation.
  *
  * Nothing here logs; every fallible function returns 0 or a negative
@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dirent.h>
 #include <sys/types.h>
 
 /* ---- time --------------------------------------------------------------- */
@@ -40,6 +41,13 @@ double util_wall_s(void);
  * Async-signal-safe.
  */
 int util_write_all(int fd, const void *buf, size_t len);
+
+/*
+ * Read from FD into BUF until LEN bytes or the end of the file, retrying
+ * after EINTR and short reads.  The number of bytes read (less than LEN
+ * only at the end), or a negative errno (what was read before is in BUF).
+ */
+ssize_t util_read_all(int fd, void *buf, size_t len);
 
 /*
  * Replace PATH with LEN bytes of DATA, atomically and safely on a shared
@@ -91,6 +99,13 @@ int util_dir_is_private(const char *dir);
  * whether PATH is then a directory, and whose, is the caller's to check.
  */
 int util_mkdir_p(const char *path, mode_t mode);
+
+/*
+ * Open PATH ("." for DFD itself) under the directory open at DFD for
+ * readdir(), on a description of its own: DFD keeps its own position and
+ * stays open.  NULL with errno set on failure; closedir() when done.
+ */
+DIR *util_opendir_at(int dfd, const char *path);
 
 /*
  * Remove everything inside the directory open at DFD (not the directory

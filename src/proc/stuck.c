@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "proc/stuck.h"
+#include "lib/util.h"
 
 #define MARK_PREFIX STUCK_COMM ":"
 /* The prefix, the key or "#" and 16 hex digits, the NUL: within memfd's 249. */
@@ -174,17 +175,11 @@ static void
 match_marks(int pfd, pid_t pid, double age, char (*links)[LINK_MAX_LEN], size_t n,
             struct stuck *out)
 {
-	int fdd = openat(pfd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = util_opendir_at(pfd, "fd");
 	struct dirent *e;
-	DIR *d;
 
-	if (fdd < 0)
+	if (!d)
 		return;
-	d = fdopendir(fdd);
-	if (!d) {
-		(void)close(fdd);
-		return;
-	}
 	while ((e = readdir(d))) {
 		char link[LINK_MAX_LEN];
 		ssize_t len;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "sys/hwmon.h"
+#include "lib/util.h"
 
 /* sysfs attributes fit in a page; procfs files we parse are a few KiB. */
 #define LINE_MAX_BYTES 4096
@@ -163,20 +164,11 @@ read_bounded(struct hwmon *h, const char *path, char *buf, size_t len, bool *mor
 		rc = -EINVAL;
 		goto out;
 	}
-	while (got < len) {
-		ssize_t n = read(fd, buf + got, len - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			/* e.g. EINVAL from carrier/speed of a down interface */
-			rc = -errno;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
+	/* e.g. -EINVAL from carrier/speed of a down interface */
+	rc = util_read_all(fd, buf, len);
+	if (rc < 0)
+		goto out;
+	got = (size_t)rc;
 	if (got == len) {
 		char c;
 		ssize_t n;
@@ -471,21 +463,15 @@ hwmon_list(struct hwmon *h, const char *dir, char ***names, size_t *n)
 	size_t cnt = 0, cap = 0;
 	struct dirent *de;
 	DIR *d = NULL;
-	int fd, rc;
+	int rc;
 
 	*names = NULL;
 	*n = 0;
 	if (!path_ok(dir))
 		return -EINVAL;
-	fd = openat(h->fd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	d = util_opendir_at(h->fd, dir);
+	if (!d)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		rc = -errno;
-		(void)close(fd);
-		return rc;
-	}
 	for (;;) {
 		errno = 0;
 		de = readdir(d);

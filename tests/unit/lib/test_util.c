@@ -219,6 +219,67 @@ test_mkdir_p(void **state)
 	assert_int_equal(util_mkdir_p("", 0755), -ENOENT);
 }
 
+/*
+ * util_opendir_at() lists on a description of its own (the caller's
+ * descriptor stays open and unmoved), and says why it could not.
+ */
+static void
+test_opendir_at(void **state)
+{
+	struct fixture *f = *state;
+	char path[600];
+	struct dirent *e;
+	int dfd, seen = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/sub", f->dir);
+	assert_int_equal(util_mkdir_p(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/sub/one", f->dir);
+	assert_int_equal(util_write_atomic_str(path, "x", 0644), 0);
+	dfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	for (int pass = 0; pass < 2; pass++) {  /* twice: no shared position */
+		d = util_opendir_at(dfd, "sub");
+		assert_non_null(d);
+		while ((e = readdir(d)))
+			seen += strcmp(e->d_name, "one") == 0;
+		assert_int_equal(closedir(d), 0);
+	}
+	assert_int_equal(seen, 2);
+	d = util_opendir_at(dfd, ".");
+	assert_non_null(d);
+	assert_int_equal(closedir(d), 0);
+	assert_int_equal(fcntl(dfd, F_GETFD), FD_CLOEXEC);  /* still open */
+	errno = 0;
+	assert_null(util_opendir_at(dfd, "sub/one"));
+	assert_int_equal(errno, ENOTDIR);
+	errno = 0;
+	assert_null(util_opendir_at(dfd, "missing"));
+	assert_int_equal(errno, ENOENT);
+	(void)close(dfd);
+}
+
+/* util_read_all() reads to LEN or the end, across short reads. */
+static void
+test_read_all(void **state)
+{
+	char buf[16];
+	int p[2];
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(util_write_all(p[1], "abc", 3), 0);
+	assert_int_equal(util_write_all(p[1], "defg", 4), 0);
+	assert_int_equal(util_read_all(p[0], buf, 5), 5);     /* two writes */
+	assert_memory_equal(buf, "abcde", 5);
+	(void)close(p[1]);
+	assert_int_equal(util_read_all(p[0], buf, sizeof(buf)), 2);  /* the end */
+	assert_memory_equal(buf, "fg", 2);
+	assert_int_equal(util_read_all(p[0], buf, sizeof(buf)), 0);
+	(void)close(p[0]);
+	assert_int_equal(util_read_all(p[0], buf, sizeof(buf)), -EBADF);
+}
+
 /* Sizes and rates for people: one form everywhere. */
 static void
 test_fmt_bytes(void **state)
@@ -362,6 +423,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_dir_is_private, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove_tree_keeps_link_targets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mkdir_p, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_opendir_at, setup, teardown),
+		cmocka_unit_test(test_read_all),
 		cmocka_unit_test(test_fmt_bytes),
 		cmocka_unit_test(test_plural),
 		cmocka_unit_test(test_utf8_repair),
