@@ -99,6 +99,8 @@ finish_conclude(struct job *j)
 
 	if (j->perf && j->o->summary_s > 0)
 		jobperf_summary(j->perf);
+	if (j->perf)
+		jobperf_series(j->perf);
 	finish_usage_event(j, now, true);
 	jobfiles_write(j, now);
 	jobfiles_unrecord(j);  /* the report speaks for this node too */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cJSON.h>
 
@@ -25,7 +26,60 @@ static const char report_usage[] =
 "alerts.\n"
 "\n"
 "  --json            print one JSON object instead of the summary\n"
-"  --plot FILE.svg   also draw e2e time per node over iterations, with alerts\n";
+"  --plot FILE.svg   also draw e2e time per node over iterations, with the\n"
+"                    median and the alerts, as SVG (a FILE named .png, .pdf\n"
+"                    or another image format is refused: convert the SVG)\n";
+
+/* Image formats --plot does not write: a FILE named so is refused. */
+static const char *const not_svg[] = {
+	"png", "jpg", "jpeg", "gif", "webp", "bmp", "tif", "tiff", "pdf", "eps", "ps", "avif",
+};
+
+/*
+ * PATH names an image format other than SVG: its extension, else NULL.
+ * Only SVG is written (no image library is linked); a name that ends in
+ * .svg, has no extension or an extension of no image format gets SVG.
+ */
+static const char *
+refused_format(const char *path)
+{
+	const char *base = strrchr(path, '/'), *dot;
+
+	base = base ? base + 1 : path;
+	dot = strrchr(base, '.');
+	if (!dot || dot == base)
+		return NULL;
+	for (size_t i = 0; i < sizeof(not_svg) / sizeof(not_svg[0]); i++)
+		if (strcasecmp(dot + 1, not_svg[i]) == 0)
+			return dot + 1;
+	return NULL;
+}
+
+/*
+ * --plot PATH named another format (EXT, within PATH): say how to get it
+ * from the SVG.  rsvg-convert (librsvg) writes PNG, PDF, PS and EPS; the
+ * other formats go through PNG.  Returns 64.
+ */
+static int
+refuse_format(const char *path, const char *ext)
+{
+	static const char *const direct[] = { "pdf", "ps", "eps" };
+	int stem = (int)(ext - 1 - path);
+	char how[160] = "";
+
+	for (size_t i = 0; i < sizeof(direct) / sizeof(direct[0]); i++)
+		if (strcasecmp(ext, direct[i]) == 0)
+			snprintf(how, sizeof(how), "-f %s ", direct[i]);
+	if (strcasecmp(ext, "png") == 0 || how[0])
+		return cmd_usage_error("report", "--plot draws SVG only, and '%s' names a .%s file: "
+		                       "nothing written.  Use --plot %.*s.svg, then convert it: "
+		                       "rsvg-convert %s-o %s %.*s.svg", path, ext, stem, path, how,
+		                       path, stem, path);
+	return cmd_usage_error("report", "--plot draws SVG only, and '%s' names a .%s file: "
+	                       "nothing written.  Use --plot %.*s.svg, then convert it: "
+	                       "rsvg-convert -o %.*s.png %.*s.svg, and from PNG with an image tool",
+	                       path, ext, stem, path, stem, path, stem, path);
+}
 
 /* The plot through the atomic writer: a link or file another user
  * planted at PATH is replaced, never followed or written into. */
@@ -103,6 +157,8 @@ cmd_report(int argc, char **argv)
 	path = argv[optind];
 	if (plot && !*plot)
 		return cmd_usage_error("report", "--plot needs a file name");
+	if (plot && refused_format(plot))
+		return refuse_format(plot, refused_format(plot));
 
 	rc = report_load(path, &r);
 	if (rc < 0) {

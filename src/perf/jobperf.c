@@ -23,6 +23,7 @@
 #include "perf/metrics.h"
 #include "perf/perf.h"
 #include "perf/progress.h"
+#include "perf/series.h"
 #include "proc/notify.h"
 
 #define PERF_SLOTS 64    /* groups of iterations per reduction */
@@ -93,6 +94,7 @@ struct jobperf {
 	bool have_iter;
 	double summary_last;
 	struct perf_sketch *sketch;  /* per rank: e2e times, for the report's medians */
+	struct perf_series *series;  /* per rank: e2e over the iterations, bounded (series.h) */
 	double *last_e2e;          /* per rank, NaN until known */
 	double *samples;           /* per rank: iterations with a value */
 	size_t max_group;          /* the most iterations compared as one */
@@ -139,12 +141,13 @@ coordinator_init(struct jobperf *jp, double now)
 	jp->sketch = calloc(n, sizeof(*jp->sketch));
 	jp->last_e2e = calloc(n, sizeof(*jp->last_e2e));
 	jp->samples = calloc(n, sizeof(*jp->samples));
+	jp->series = perf_series_new(jp->size, perf_series_cap(jp->size));
 	jp->alerts = cJSON_CreateArray();
 	if (jp->o->metrics)
 		jp->metrics = metrics_new();
 	jp->metrics_gap = METRICS_INTERVAL_S;
 	if (!jp->policy || !jp->names || !jp->ne || !jp->sketch || !jp->last_e2e ||
-	    !jp->samples || !jp->alerts || (jp->o->metrics && !jp->metrics))
+	    !jp->samples || !jp->series || !jp->alerts || (jp->o->metrics && !jp->metrics))
 		return -ENOMEM;
 	for (size_t r = 0; r < n; r++)
 		jp->last_e2e[r] = NAN;
@@ -238,6 +241,36 @@ jobperf_summary(struct jobperf *jp)
 	event(jp, jp->rank, VIGIL_EVENT_PERF, VIGIL_SEVERITY_INFO, msg, d);
 }
 
+/* Member F of point K of a series' JSON ([first, last, ms]); 0 without one. */
+static double
+point_field(const cJSON *pts, int k, int f)
+{
+	const cJSON *v = k >= 0 ? cJSON_GetArrayItem(cJSON_GetArrayItem(pts, k), f) : NULL;
+
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+void
+jobperf_series(struct jobperf *jp)
+{
+	for (int r = 0; jp->rank == 0 && r < jp->size; r++) {
+		cJSON *d, *pts = perf_series_json(jp->series, r);
+		int n = pts ? cJSON_GetArraySize(pts) : 0;
+		double from = point_field(pts, 0, 0), to = point_field(pts, n - 1, 1);
+		char msg[160];
+
+		if (n == 0 || !(d = cJSON_CreateObject())) {
+			cJSON_Delete(pts);
+			continue;
+		}
+		snprintf(msg, sizeof(msg), "e2e over iterations %.0f to %.0f: %d point%s", from, to, n,
+		         util_plural(n));
+		cJSON_AddNumberToObject(d, "groups_per_point", (double)perf_series_stride(jp->series));
+		cJSON_AddItemToObject(d, "points", pts);
+		event(jp, r, VIGIL_EVENT_SERIES, VIGIL_SEVERITY_INFO, msg, d);
+	}
+}
+
 double
 jobperf_metrics_gap(double took_s)
 {
@@ -297,6 +330,8 @@ iteration(struct jobperf *jp, const struct perf_iter *it, const double *node_e2e
 		jp->samples[r] += (double)width;
 		jp->last_e2e[r] = node_e2e[r];
 	}
+	if (node_e2e)
+		perf_series_add(jp->series, it->first, it->iter, node_e2e);
 	if (width > jp->max_group)
 		jp->max_group = width;
 	jp->last = *it;
@@ -763,6 +798,8 @@ jobperf_report(const struct jobperf *jp)
 	cJSON_AddNumberToObject(perf, "iterations", (double)jp->base);
 	detail = cJSON_AddObjectToObject(perf, "detail");
 	if (detail) {
+		cJSON_AddNumberToObject(detail, "series_groups_per_point",
+		                        (double)perf_series_stride(jp->series));
 		cJSON_AddNumberToObject(detail, "max_group", (double)jp->max_group);
 		cJSON_AddNumberToObject(detail, "approximated", jp->approx);
 		cJSON_AddNumberToObject(detail, "not_compared", (double)jp->passed);
@@ -779,6 +816,7 @@ jobperf_report(const struct jobperf *jp)
 		cJSON_AddNumberToObject(x, "rank", k);
 		cJSON_AddNumberToObject(x, "median_e2e_ms", med);
 		cJSON_AddNumberToObject(x, "samples", jp->samples[k]);
+		cJSON_AddItemToObject(x, "e2e_series", perf_series_json(jp->series, k));
 		cJSON_AddItemToArray(pn, x);
 		if (med > worst) {
 			worst = med;
@@ -863,6 +901,7 @@ jobperf_free(struct jobperf *jp)
 	free(jp->sketch);
 	free(jp->last_e2e);
 	free(jp->samples);
+	perf_series_free(jp->series);
 	cJSON_Delete(jp->alerts);
 	metrics_free(jp->metrics);
 	free(jp);

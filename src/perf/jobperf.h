@@ -138,6 +138,13 @@ bool jobperf_broken(const struct jobperf *jp);
 void jobperf_summary(struct jobperf *jp);
 
 /*
+ * Coordinator, at the end: a "series" event per node with timings, its
+ * e2e time over the job's iterations (series.h: one point per group of
+ * iterations, bounded, merged pairwise), for `vigil report --plot`.
+ */
+void jobperf_series(struct jobperf *jp);
+
+/*
  * Coordinator: rewrite the --metrics file (unless FORCE, at most once a
  * second, and no sooner than jobperf_metrics_gap() of the last write's
  * duration) with the job's STATE and its nodes UP and LOST.

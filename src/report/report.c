@@ -83,6 +83,44 @@ median(double *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+static int
+cmp_ms(const void *a, const void *b)
+{
+	return cmp_double(&((const struct point *)a)->ms, &((const struct point *)b)->ms);
+}
+
+/*
+ * The median of P[0..N)'s values, each counted as often as its weight
+ * says (P is reordered); with every weight 1, median()'s: the middle
+ * value, or the mean of the two middle ones.  NAN when empty.
+ */
+static double
+median_weighted(struct point *p, size_t n)
+{
+	double total = 0, seen = 0;
+
+	if (n == 0)
+		return NAN;
+	qsort(p, n, sizeof(*p), cmp_ms);
+	for (size_t i = 0; i < n; i++)
+		total += p[i].w;
+	for (size_t i = 0; i + 1 < n; i++) {
+		seen += p[i].w;
+		if (seen == total / 2)
+			return (p[i].ms + p[i + 1].ms) / 2;
+		if (seen > total / 2)
+			return p[i].ms;
+	}
+	return p[n - 1].ms;
+}
+
+const char *
+report_fmt_ms(char *buf, size_t len, double ms)
+{
+	snprintf(buf, len, "%.3f ms", ms);
+	return buf;
+}
+
 /* "2026-11-20T23:35:08.123Z" to seconds since the epoch; NAN if not that. */
 double
 report_parse_time(const char *s)
@@ -142,7 +180,8 @@ new_run(struct report *r)
 	r->nnodes = r->nodes_cap = r->hint = 0;
 	r->samples = NULL;
 	r->nsamples = r->samples_cap = 0;
-	r->node_values = false;
+	r->node_values = r->series = false;
+	r->series_last = NAN;
 	r->usage = NULL;
 	r->first_time = r->last_time = r->state = r->reason = r->end_time = r->verdict = NULL;
 	r->ended = false;
@@ -238,8 +277,8 @@ take_perf(struct report *r, const cJSON *d)
 		n->slowest_count++;
 	}
 	ne = cJSON_GetObjectItemCaseSensitive(d, "node_e2e");
-	if (!cJSON_IsObject(ne))
-		ne = NULL;
+	if (!cJSON_IsObject(ne) || r->series)
+		ne = NULL;  /* the nodes' series, when they came, hold every iteration */
 	cJSON_ArrayForEach(v, ne) {
 		struct rnode *n;
 
@@ -250,8 +289,51 @@ take_perf(struct report *r, const cJSON *d)
 			return false;
 		n->pts[n->npts].iter = s->iter;
 		n->pts[n->npts].ms = v->valuedouble;
+		n->pts[n->npts].w = 1;
 		n->npts++;
 		r->node_values = true;
+	}
+	return true;
+}
+
+/*
+ * A node's "series" (the end of the job): its points [first, last, ms]
+ * replace what the summaries said of every node, the series being the
+ * whole of which the summaries were samples.  false on ENOMEM.
+ */
+static bool
+take_series(struct report *r, const char *node, int rank, const cJSON *d)
+{
+	const cJSON *pts = cJSON_GetObjectItemCaseSensitive(d, "points"), *p;
+	struct rnode *n;
+
+	if (!cJSON_IsArray(pts))
+		return true;
+	if (!r->series) {
+		for (size_t i = 0; i < r->nnodes; i++)
+			r->nodes[i].npts = 0;
+		r->series = true;
+	}
+	n = node_get(r, node, rank);
+	if (!n)
+		return false;
+	n->npts = 0;  /* a second series of a node replaces the first */
+	cJSON_ArrayForEach(p, pts) {
+		double first = cJSON_IsArray(p) && cJSON_GetArraySize(p) == 3 ?
+		               jnum_at(p, 0) : NAN;
+		double last = jnum_at(p, 1), ms = jnum_at(p, 2);
+
+		if (!(first >= 0 && last >= first && ms > 0))
+			continue;  /* damage: not a point */
+		if (!grow((void **)&n->pts, &n->ptscap, n->npts + 1, sizeof(*n->pts)))
+			return false;
+		n->pts[n->npts].iter = (first + last) / 2;
+		n->pts[n->npts].ms = ms;
+		n->pts[n->npts].w = last - first + 1;
+		n->npts++;
+		r->node_values = true;
+		if (isnan(r->series_last) || last > r->series_last)
+			r->series_last = last;
 	}
 	return true;
 }
@@ -380,6 +462,8 @@ take_event(struct report *r, const cJSON *e)
 		return true;
 	if (strcmp(kind, VIGIL_EVENT_EXIT) == 0)
 		return take_exit(r, node, rank, d);
+	if (strcmp(kind, VIGIL_EVENT_SERIES) == 0)
+		return !d || take_series(r, node, rank, d);
 	if (strcmp(kind, VIGIL_EVENT_NODE_LOST) == 0) {
 		struct rnode *n = node_get(r, node, rank);
 
@@ -441,7 +525,8 @@ static bool
 derive(struct report *r)
 {
 	double *v = NULL, *meds = NULL, sum_hw = 0, sum_r = 0;
-	size_t nv = 0, n_hw = 0, n_r = 0, nmeds = 0, total = 0;
+	struct point *all = NULL;
+	size_t nv = 0, n_hw = 0, n_r = 0, nmeds = 0, total = 0, nall = 0;
 	bool ok = false;
 
 	r->iterations = r->e2e_min = r->e2e_median = r->e2e_max = NAN;
@@ -451,9 +536,10 @@ derive(struct report *r)
 		qsort(r->nodes, r->nnodes, sizeof(*r->nodes), node_order);
 	for (size_t i = 0; i < r->nnodes; i++)
 		total += r->nodes[i].npts;
-	v = malloc((total > r->nsamples ? total : r->nsamples) * sizeof(*v) + 1);
+	v = malloc(r->nsamples * sizeof(*v) + 1);
+	all = malloc(total * sizeof(*all) + 1);
 	meds = malloc(r->nnodes * sizeof(*meds) + 1);
-	if (!v || !meds)
+	if (!v || !all || !meds)
 		goto out;
 	for (size_t i = 0; i < r->nsamples; i++) {
 		const struct sample *s = &r->samples[i];
@@ -495,27 +581,30 @@ derive(struct report *r)
 		r->hw_mean = sum_hw / (double)n_hw;
 	if (n_r)
 		r->r_mean = sum_r / (double)n_r;
+	if (r->series && (isnan(r->iterations) || r->series_last > r->iterations))
+		r->iterations = r->series_last;
 	for (size_t i = 0; i < r->nnodes; i++) {
 		struct rnode *n = &r->nodes[i];
-		double *mine = v + nv;
+		struct point *mine = all + nall;
 
 		if (!n->npts)
 			continue;
 		qsort(n->pts, n->npts, sizeof(*n->pts), report_cmp_point);
+		memcpy(mine, n->pts, n->npts * sizeof(*mine));
 		for (size_t k = 0; k < n->npts; k++) {
-			mine[k] = n->pts[k].ms;
-			if (isnan(r->e2e_min) || mine[k] < r->e2e_min)
-				r->e2e_min = mine[k];
-			if (isnan(r->e2e_max) || mine[k] > r->e2e_max)
-				r->e2e_max = mine[k];
+			if (isnan(r->e2e_min) || mine[k].ms < r->e2e_min)
+				r->e2e_min = mine[k].ms;
+			if (isnan(r->e2e_max) || mine[k].ms > r->e2e_max)
+				r->e2e_max = mine[k].ms;
 		}
-		nv += n->npts;
-		n->median = median(mine, n->npts);  /* sorts its own part only */
+		nall += n->npts;
+		n->median = median_weighted(mine, n->npts);  /* sorts its own part only */
 		meds[nmeds++] = n->median;
 		if (r->slowest < 0 || n->median > r->nodes[r->slowest].median)
 			r->slowest = (int)i;
 	}
-	r->e2e_median = median(v, nv);
+	/* every node's points, or without them the summaries' means */
+	r->e2e_median = nall ? median_weighted(all, nall) : median(v, nv);
 	r->nodes_median = median(meds, nmeds);
 	if (nmeds < 2)
 		r->slowest = -1;  /* slowest of one says nothing */
@@ -528,6 +617,7 @@ derive(struct report *r)
 	ok = true;
 out:
 	free(v);
+	free(all);
 	free(meds);
 	return ok;
 }

@@ -21,11 +21,13 @@
  *   every node with its last exit, or lost ("exit", "node_lost"), its
  *   faults and straggler alerts;
  *   faults, lost nodes, checkpoints, restarts and stops, in order;
- *   performance from the "perf" summaries: iterations, e2e time min /
- *   median / max (the median over every node's values when the summaries
- *   carry "node_e2e", else over the summaries' means), hardware time,
- *   the hw/e2e ratio, the slowest node by median e2e (or, without
- *   "node_e2e", the node most often slowest), and the alerts ("alert");
+ *   performance from the "perf" summaries and the nodes' "series":
+ *   iterations, e2e time min / median / max (the median over every
+ *   node's points: its "series" when the log has them, each point
+ *   weighted by the iterations it covers, else the summaries' "node_e2e",
+ *   else the summaries' means), hardware time, the hw/e2e ratio, the
+ *   slowest node by median e2e (or, without per-node values, the node
+ *   most often slowest), and the alerts ("alert");
  *   what the trainings and boards used, as ranges over the job (the last
  *   "usage" event).
  *
@@ -45,10 +47,12 @@
  *   usage: the last "usage" event's details (usage.h: the ranges of the
  *     training's CPU and memory and of the boards' use) or null.
  * Unknown figures are null.
- * --plot draws e2e time per node over iterations as SVG: one polyline per
- * node (or min / mean / max across nodes when the summaries carry no
- * per-node values), a dashed vertical line per alert, slow nodes (named by
- * a straggler alert) flagged in the legend.
+ * --plot draws e2e time per node over iterations as SVG: one line with
+ * hollow markers per node (or min / mean / max across nodes when the log
+ * has no per-node values), from the same points as the medians; the
+ * job's median as the summary prints it (report_fmt_ms()); a dashed
+ * vertical line per alert, slow nodes (named by a straggler alert)
+ * flagged in the legend.
  */
 #ifndef VIGIL_REPORT_H
 #define VIGIL_REPORT_H

@@ -26,8 +26,14 @@
  */
 #define REPORT_NUM_MAX 1e15
 
+/*
+ * A node's e2e time at an iteration: ITER is the middle of the
+ * iterations the point covers, W how many (1 for a summary's value; a
+ * "series" point merged from neighbours covers several), the weight of
+ * its value in the medians.
+ */
 struct point {
-	double iter, ms;
+	double iter, ms, w;
 };
 
 struct rnode {
@@ -37,7 +43,7 @@ struct rnode {
 	int exit_code;
 	char *signal, *error, *lost_msg;
 	size_t faults, stragglers, slowest_count;
-	struct point *pts;          /* e2e per iteration, from "node_e2e" */
+	struct point *pts;          /* e2e per iteration: its "series", else the summaries' "node_e2e" */
 	size_t npts, ptscap;
 	double median;              /* of pts[].ms; NAN without points */
 };
@@ -65,7 +71,9 @@ struct report {
 	size_t nnodes, nodes_cap, hint;
 	struct sample *samples;
 	size_t nsamples, samples_cap;
-	bool node_values;           /* some summary carried "node_e2e" */
+	bool node_values;           /* some summary carried "node_e2e", or a "series" came */
+	bool series;                /* "series" events came: the nodes' points are theirs */
+	double series_last;         /* the last iteration a series covers; NAN: none */
 	cJSON *usage;               /* the last "usage" event's details, NULL: none */
 
 	/* derived once the log is read */
@@ -88,8 +96,24 @@ jnum(const cJSON *o, const char *key)
 	return json_num(o, key, -REPORT_NUM_MAX, REPORT_NUM_MAX, NAN);
 }
 
+/* Element I of array A as jnum() reads a member, else NAN. */
+static inline double
+jnum_at(const cJSON *a, int i)
+{
+	const cJSON *v = cJSON_GetArrayItem(a, i);
+
+	return cJSON_IsNumber(v) && v->valuedouble > -REPORT_NUM_MAX &&
+	       v->valuedouble < REPORT_NUM_MAX ? v->valuedouble : NAN;
+}
+
 /* "2026-11-20T23:35:08.123Z" to seconds since the epoch; NAN if not that. */
 double report_parse_time(const char *s);
+
+/*
+ * MS as the summary, the JSON's readers and the plot show it
+ * ("150.250 ms"), in BUF; returns BUF.
+ */
+const char *report_fmt_ms(char *buf, size_t len, double ms);
 
 /* qsort() order of struct point by iteration. */
 int report_cmp_point(const void *a, const void *b);

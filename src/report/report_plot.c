@@ -1,6 +1,11 @@
 /*
  * report_plot.c - `vigil report --plot`: e2e time per node over
- * iterations as SVG, with the alerts.
+ * iterations as SVG, with the alerts and the report's median.
+ *
+ * Drawn in parts that know nothing of each other but the axes: the
+ * header, the axes, one series (a line with markers), the median line,
+ * the alerts and the legend, each its own function, so that another
+ * layer (a timeline of the job's attempts) can be added as one more.
  */
 #include "autoconf.h"
 
@@ -33,6 +38,33 @@ static const char *const palette[] = {
 #define ALERT_COLOUR "#d62728"
 /* More alerts than this: lines without labels. */
 #define ALERT_LABELS_MAX 12
+#define MEDIAN_COLOUR "#333333"
+/* Markers on a series of more points than this: every k-th point. */
+#define MARKERS_MAX 120
+/*
+ * Series with markers are drawn this far apart (px, along both axes),
+ * at most DODGE_SPAN from end to end, so that nodes with equal values
+ * do not hide each other (a marker is 7 px wide); against the plot's
+ * 400 px of height that is about 1% of the range either way.
+ */
+#define DODGE_STEP 3.0
+#define DODGE_SPAN 9.0
+
+/*
+ * Hollow markers, one shape per node in turn, centred on 0,0; drawn
+ * with <use>, filled white and stroked in the series' colour.
+ */
+static const char *const marker_path[] = {
+	"M-3.5,0a3.5,3.5 0 1,0 7,0a3.5,3.5 0 1,0 -7,0z",  /* circle */
+	"M-3,-3h6v6h-6z",                                  /* square */
+	"M0,-4.2L3.8,2.6H-3.8z",                           /* triangle */
+	"M0,-4.4L4.4,0L0,4.4L-4.4,0z",                     /* diamond */
+	"M0,4.2L3.8,-2.6H-3.8z",                           /* triangle down */
+	"M-3.2,-3.2L3.2,3.2M-3.2,3.2L3.2,-3.2",            /* cross */
+	"M-4.2,0H4.2M0,-4.2V4.2",                          /* plus */
+	"M-4,-1.3H4L-2.5,3.6L0,-4L2.5,3.6z",               /* star */
+};
+#define NMARKERS (sizeof(marker_path) / sizeof(marker_path[0]))
 
 /*
  * Text as XML character data or attribute value: markup escaped, and
@@ -181,19 +213,20 @@ map_y(const struct axis *a, double v)
 }
 
 /*
- * One series as a polyline.  Beyond two points per horizontal pixel the
- * points are thinned per pixel column to that column's lowest and highest,
- * in order, so spikes survive and the file stays small.
+ * One series as a polyline, moved by DX, DY (px).  Beyond two points per
+ * horizontal pixel the points are thinned per pixel column to that
+ * column's lowest and highest, in order, so spikes survive and the file
+ * stays small.
  */
 static void
 put_polyline(FILE *out, const struct axis *ax, const struct axis *ay, const struct point *pts,
-             size_t n, const char *colour, double width, double opacity, const char *title)
+             size_t n, const char *colour, double width, double opacity, double dx, double dy)
 {
 	size_t cols = (size_t)(PLOT_X1 - PLOT_X0);
 	bool thin = n > 2 * cols;
 	size_t i = 0;
 
-	fprintf(out, "<polyline class=\"series\" fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" "
+	fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" "
 	        "stroke-opacity=\"%.2f\" stroke-linejoin=\"round\" stroke-linecap=\"round\" "
 	        "points=\"", colour, width, opacity);
 
@@ -202,8 +235,8 @@ put_polyline(FILE *out, const struct axis *ax, const struct axis *ay, const stru
 		double col = floor_d(map_x(ax, pts[i].iter));
 
 		if (!thin) {
-			fprintf(out, "%s%.1f,%.1f", i ? " " : "", map_x(ax, pts[i].iter),
-			        map_y(ay, pts[i].ms));
+			fprintf(out, "%s%.1f,%.1f", i ? " " : "", map_x(ax, pts[i].iter) + dx,
+			        map_y(ay, pts[i].ms) + dy);
 			i++;
 			continue;
 		}
@@ -220,18 +253,45 @@ put_polyline(FILE *out, const struct axis *ax, const struct axis *ay, const stru
 			lo = hi;
 			hi = t;
 		}
-		fprintf(out, "%s%.1f,%.1f", i ? " " : "", map_x(ax, pts[lo].iter), map_y(ay, pts[lo].ms));
+		fprintf(out, "%s%.1f,%.1f", i ? " " : "", map_x(ax, pts[lo].iter) + dx,
+		        map_y(ay, pts[lo].ms) + dy);
 		if (hi != lo)
-			fprintf(out, " %.1f,%.1f", map_x(ax, pts[hi].iter), map_y(ay, pts[hi].ms));
+			fprintf(out, " %.1f,%.1f", map_x(ax, pts[hi].iter) + dx,
+			        map_y(ay, pts[hi].ms) + dy);
 		i = k;
 	}
-	fputs("\">", out);
-	fputs("<title>", out);
-	xml_put(out, title);
-	fputs("</title></polyline>\n", out);
-	if (n == 1)  /* a line of one point shows nothing: a dot */
-		fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\"/>\n",
-		        map_x(ax, pts[0].iter), map_y(ay, pts[0].ms), width + 1.5, colour);
+	fputs("\"/>\n", out);
+}
+
+/* The marker shapes, once, for <use>. */
+static void
+put_marker_defs(FILE *out)
+{
+	fputs("<defs>\n", out);
+	for (size_t i = 0; i < NMARKERS; i++)
+		fprintf(out, "<path id=\"mk%zu\" d=\"%s\"/>\n", i, marker_path[i]);
+	fputs("</defs>\n", out);
+}
+
+/* One marker of shape MARKER at X, Y, in the style of the group around it. */
+static void
+put_marker(FILE *out, int marker, double x, double y)
+{
+	fprintf(out, "<use xlink:href=\"#mk%d\" x=\"%.1f\" y=\"%.1f\"/>\n", marker, x, y);
+}
+
+/* A series' markers: on every point, or every k-th beyond MARKERS_MAX. */
+static void
+put_markers(FILE *out, const struct axis *ax, const struct axis *ay, const struct point *pts,
+            size_t n, int marker, const char *colour, double dx, double dy)
+{
+	size_t every = (n + MARKERS_MAX - 1) / MARKERS_MAX;
+
+	fprintf(out, "<g class=\"markers\" fill=\"#ffffff\" stroke=\"%s\" stroke-width=\"1.3\">\n",
+	        colour);
+	for (size_t i = 0; i < n; i += every ? every : 1)
+		put_marker(out, marker, map_x(ax, pts[i].iter) + dx, map_y(ay, pts[i].ms) + dy);
+	fputs("</g>\n", out);
 }
 
 struct series {
@@ -243,7 +303,49 @@ struct series {
 	const char *colour;
 	double width, opacity;
 	bool legend;
+	int marker;                 /* its shape (marker_path), -1: none */
+	double dx, dy;              /* drawn this far off (px), see DODGE_STEP */
 };
+
+/* One series: its line and its markers, with its name as the group's title. */
+static void
+put_series(FILE *out, const struct axis *ax, const struct axis *ay, const struct series *s)
+{
+	fputs("<g class=\"series\"><title>", out);
+	xml_put(out, s->name);
+	fputs("</title>\n", out);
+	put_polyline(out, ax, ay, s->pts, s->n, s->colour, s->width, s->opacity, s->dx, s->dy);
+	if (s->marker >= 0)
+		put_markers(out, ax, ay, s->pts, s->n, s->marker, s->colour, s->dx, s->dy);
+	else if (s->n == 1)  /* a line of one point shows nothing: a dot */
+		fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\"/>\n",
+		        map_x(ax, s->pts[0].iter), map_y(ay, s->pts[0].ms), s->width + 1.5, s->colour);
+	fputs("</g>\n", out);
+}
+
+/* Markers and offsets for the series with a legend entry, in turn. */
+static void
+assign_markers(struct series *s, size_t n)
+{
+	size_t m = 0, k = 0;
+	double step;
+
+	for (size_t i = 0; i < n; i++)
+		m += s[i].legend;
+	step = m > 1 && DODGE_STEP * (double)(m - 1) > DODGE_SPAN ? DODGE_SPAN / (double)(m - 1)
+	                                                         : DODGE_STEP;
+	for (size_t i = 0; i < n; i++) {
+		double off = ((double)k - (double)(m - 1) / 2) * step;
+
+		s[i].marker = -1;
+		if (!s[i].legend)
+			continue;
+		s[i].marker = (int)(k % NMARKERS);
+		s[i].dx = off;
+		s[i].dy = -off;
+		k++;
+	}
+}
 
 /* The series to draw: per node, or min / mean / max across nodes. */
 static struct series *
@@ -290,6 +392,7 @@ make_series(const struct report *r, struct point **own, size_t *count)
 				s[i].colour = palette[c++ % NPALETTE];
 			}
 		}
+		assign_markers(s, n);
 		*count = n;
 		return s;
 	}
@@ -316,6 +419,7 @@ make_series(const struct report *r, struct point **own, size_t *count)
 					continue;
 				pk[m].iter = sm->iter;
 				pk[m].ms = v;
+				pk[m].w = 1;
 				m++;
 			}
 			if (m == 0)
@@ -331,6 +435,7 @@ make_series(const struct report *r, struct point **own, size_t *count)
 			s[n].legend = true;
 			n++;
 		}
+		assign_markers(s, n);
 		*own = p;
 		*count = n;
 		return s;
@@ -375,6 +480,9 @@ data_range(const struct report *r, const struct series *s, size_t ns, struct axi
 		xlo = xhi = 0;
 	if (ylo > yhi)
 		ylo = yhi = 0;
+	/* room for the markers at the extremes, off the frame */
+	ylo -= (yhi - ylo) * 0.03;
+	yhi += (yhi - ylo) * 0.03;
 	axis_fit(ax, xlo, xhi, 8, true);
 	axis_fit(ay, ylo, yhi, 6, false);
 }
@@ -389,10 +497,12 @@ put_header(FILE *out, const struct report *r)
 
 	base = base ? base + 1 : r->path;
 	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-	        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+	        "<svg xmlns=\"http://www.w3.org/2000/svg\" "
+	        "xmlns:xlink=\"http://www.w3.org/1999/xlink\" width=\"%d\" height=\"%d\" "
 	        "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
 	        "font-size=\"12\">\n", SVG_W, SVG_H, SVG_W, SVG_H);
 	fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", SVG_W, SVG_H);
+	put_marker_defs(out);
 	put_text(out, PLOT_X0, 28, "font-size=\"17\" font-weight=\"bold\" fill=\"#222222\"",
 	         r->node_values ? "End-to-end time per node over iterations" :
 	         "End-to-end time across nodes over iterations (min, mean, max)");
@@ -405,6 +515,62 @@ put_header(FILE *out, const struct report *r)
 		         r->ended ? r->state : "without an end", r->nnodes, util_plural(r->nnodes),
 		         nalerts, util_plural(nalerts));
 	put_text(out, PLOT_X0, 48, "font-size=\"12\" fill=\"#555555\"", title);
+}
+
+/* The widest point of any node's series (iterations), 1 without one. */
+static double
+widest_point(const struct report *r)
+{
+	double w = 1;
+
+	for (size_t i = 0; r->series && i < r->nnodes; i++)
+		for (size_t k = 0; k < r->nodes[i].npts; k++)
+			w = r->nodes[i].pts[k].w > w ? r->nodes[i].pts[k].w : w;
+	return w;
+}
+
+/* Under the plot: what a point is, and why the series are a little apart. */
+static void
+put_note(FILE *out, const struct report *r, const struct series *s, size_t ns)
+{
+	double w = widest_point(r);
+	bool dodged = false;
+	char what[64], buf[200];
+
+	for (size_t i = 0; i < ns; i++)
+		dodged = dodged || s[i].dx != 0;
+	if (w > 1)
+		snprintf(what, sizeof(what), "the mean of up to %.0f iterations", w);
+	else
+		snprintf(what, sizeof(what), "%s", r->series ? "one iteration" :
+		         r->node_values ? "one timing summary" : "one timing summary across nodes");
+	snprintf(buf, sizeof(buf), "each point: %s%s", what,
+	         dodged ? "; nodes drawn a few px apart, so that equal values stay visible" : "");
+	put_text(out, PLOT_X0, SVG_H - 14, "class=\"note\" font-size=\"11\" fill=\"#666666\"", buf);
+}
+
+/*
+ * The job's median e2e time, the one the summary prints (struct report's
+ * e2e_median, formatted by report_fmt_ms()), as a dashed line across.
+ */
+static void
+put_median(FILE *out, const struct report *r, const struct axis *ay)
+{
+	char ms[32], buf[64];
+	double y;
+
+	if (isnan(r->e2e_median))
+		return;
+	y = map_y(ay, r->e2e_median);
+	fprintf(out, "<line class=\"median\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+	        "stroke=\"%s\" stroke-width=\"1\" stroke-dasharray=\"2 3\"/>\n", PLOT_X0, y,
+	        PLOT_X1, y, MEDIAN_COLOUR);
+	snprintf(buf, sizeof(buf), "median %s", report_fmt_ms(ms, sizeof(ms), r->e2e_median));
+	fprintf(out, "<text class=\"median-label\" x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "
+	        "fill=\"%s\" text-anchor=\"end\" stroke=\"#ffffff\" stroke-width=\"3\" "
+	        "paint-order=\"stroke\">", PLOT_X1 - 4, y - 4, MEDIAN_COLOUR);
+	xml_put(out, buf);
+	fputs("</text>\n", out);
 }
 
 /* Grid, ticks with their labels, the frame and the axis titles. */
@@ -484,34 +650,42 @@ put_alerts(FILE *out, const struct report *r, const struct axis *ax)
 	}
 }
 
-/* A legend entry: a short line in the series' style, then its label. */
+/*
+ * A legend entry: a short line in the series' style (with its marker,
+ * MARKER >= 0), then its label.
+ */
 static void
-put_key(FILE *out, double y, const char *colour, double width, const char *dash,
+put_key(FILE *out, double y, const char *colour, double width, const char *dash, int marker,
         const char *attrs, const char *label)
 {
 	fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
 	        "stroke-width=\"%.1f\"%s%s%s/>\n", PLOT_X1 + 20, y - 4, PLOT_X1 + 44, y - 4, colour,
 	        width, dash ? " stroke-dasharray=\"" : "", dash ? dash : "", dash ? "\"" : "");
+	if (marker >= 0) {
+		fprintf(out, "<g fill=\"#ffffff\" stroke=\"%s\" stroke-width=\"1.3\">\n", colour);
+		put_marker(out, marker, PLOT_X1 + 32, y - 4);
+		fputs("</g>\n", out);
+	}
 	put_text(out, PLOT_X1 + 50, y, attrs, label);
 }
 
-/* The legend, right of the plot. */
+/* The legend, right of the plot: the series, the median, the alerts. */
 static void
 put_legend(FILE *out, const struct report *r, const struct series *s, size_t ns)
 {
 	size_t nalerts = (size_t)cJSON_GetArraySize(r->alerts), grey = 0;
 	double ly = PLOT_Y0 + 4;
-	char buf[128];
+	char buf[128], ms[32];
 
 	put_text(out, PLOT_X1 + 20, ly, "font-weight=\"bold\" fill=\"#222222\"",
-	         r->node_values ? "node (median e2e)" : "across nodes");
+	         r->node_values ? "node (its median e2e)" : "across nodes");
 	ly += 20;
 	for (size_t i = 0; i < ns; i++)
 		grey += !s[i].legend;
 	for (size_t i = 0; i < ns; i++) {
 		if (!s[i].legend)
 			continue;
-		if (ly > PLOT_Y1 - 40) {
+		if (ly > PLOT_Y1 - 60) {
 			put_text(out, PLOT_X1 + 20, ly, "fill=\"#555555\"", "...");
 			ly += 18;
 			break;
@@ -519,9 +693,11 @@ put_legend(FILE *out, const struct report *r, const struct series *s, size_t ns)
 		if (isnan(s[i].median))
 			snprintf(buf, sizeof(buf), "%.32s", s[i].name);
 		else
-			snprintf(buf, sizeof(buf), "%.32s (%.1f ms)", s[i].name, s[i].median);
-		put_key(out, ly, s[i].colour, s[i].width + 1, NULL, s[i].flagged ?
-		        "font-weight=\"bold\" fill=\"#222222\"" : "fill=\"#222222\"", buf);
+			snprintf(buf, sizeof(buf), "%.32s (%s)", s[i].name,
+			         report_fmt_ms(ms, sizeof(ms), s[i].median));
+		put_key(out, ly, s[i].colour, s[i].width + 1, NULL, s[i].marker, s[i].flagged ?
+		        "class=\"key\" font-weight=\"bold\" fill=\"#222222\"" :
+		        "class=\"key\" fill=\"#222222\"", buf);
 		if (s[i].flagged || s[i].slowest) {
 			ly += 15;
 			put_text(out, PLOT_X1 + 50, ly,
@@ -533,12 +709,18 @@ put_legend(FILE *out, const struct report *r, const struct series *s, size_t ns)
 	}
 	if (grey > 0) {
 		snprintf(buf, sizeof(buf), "%zu other nodes", grey);
-		put_key(out, ly, "#9a9a9a", 2, NULL, "fill=\"#555555\"", buf);
+		put_key(out, ly, "#9a9a9a", 2, NULL, -1, "fill=\"#555555\"", buf);
+		ly += 20;
+	}
+	if (!isnan(r->e2e_median)) {
+		snprintf(buf, sizeof(buf), "median, all: %s", report_fmt_ms(ms, sizeof(ms), r->e2e_median));
+		put_key(out, ly, MEDIAN_COLOUR, 1, "2 3", -1, "class=\"median-key\" fill=\"#222222\"",
+		        buf);
 		ly += 20;
 	}
 	if (nalerts > 0) {
 		snprintf(buf, sizeof(buf), "alert (%zu)", nalerts);
-		put_key(out, ly, ALERT_COLOUR, 1.5, "5 4", "fill=\"#222222\"", buf);
+		put_key(out, ly, ALERT_COLOUR, 1.5, "5 4", -1, "fill=\"#222222\"", buf);
 	}
 }
 
@@ -558,15 +740,17 @@ report_plot(const struct report *r, FILE *out)
 	if (ns == 0)
 		put_text(out, (PLOT_X0 + PLOT_X1) / 2, (PLOT_Y0 + PLOT_Y1) / 2,
 		         "text-anchor=\"middle\" font-size=\"15\" fill=\"#888888\"",
-		         "no timing summaries in the log");
+		         "no timings in the log");
+	put_median(out, r, &ay);
 	/* series: ordinary ones first, so the flagged ones are drawn on top */
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < ns; i++)
 			if ((s[i].flagged || s[i].slowest) == (pass == 1))
-				put_polyline(out, &ax, &ay, s[i].pts, s[i].n, s[i].colour, s[i].width,
-				             s[i].opacity, s[i].name);
+				put_series(out, &ax, &ay, &s[i]);
 	put_alerts(out, r, &ax);
 	put_legend(out, r, s, ns);
+	if (ns > 0)
+		put_note(out, r, s, ns);
 	fputs("</svg>\n", out);
 	free(own);
 	free(s);

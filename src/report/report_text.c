@@ -183,15 +183,23 @@ print_nodes(FILE *out, const struct report *r)
 static void
 print_perf(FILE *out, const struct report *r)
 {
-	if (r->nsamples == 0) {
+	char lo[32], med[32], hi[32];
+
+	if (r->nsamples == 0 && !r->series) {
 		fprintf(out, KEY "%s\n", "performance:", "no timing summaries in the log");
 		return;
 	}
-	fprintf(out, KEY "%.0f (%zu summar%s)\n", "iterations:", r->iterations, r->nsamples,
-	        r->nsamples == 1 ? "y" : "ies");
+	if (r->nsamples > 0)
+		fprintf(out, KEY "%.0f (%zu summar%s)\n", "iterations:", r->iterations, r->nsamples,
+		        r->nsamples == 1 ? "y" : "ies");
+	else
+		fprintf(out, KEY "%.0f\n", "iterations:", r->iterations);
+	/* the plot shows this median too, formatted alike (report_fmt_ms()) */
 	if (!isnan(r->e2e_median))
-		fprintf(out, KEY "min %.3f ms, median %.3f ms, max %.3f ms\n", "e2e time:",
-		        r->e2e_min, r->e2e_median, r->e2e_max);
+		fprintf(out, KEY "min %s, median %s, max %s\n", "e2e time:",
+		        report_fmt_ms(lo, sizeof(lo), r->e2e_min),
+		        report_fmt_ms(med, sizeof(med), r->e2e_median),
+		        report_fmt_ms(hi, sizeof(hi), r->e2e_max));
 	if (!isnan(r->hw_mean))
 		fprintf(out, KEY "mean %.3f ms\n", "hardware:", r->hw_mean);
 	if (!isnan(r->r_mean))

@@ -61,7 +61,7 @@ print(p["iterations"], p["slowest_node"],
       len(p["nodes"]), p["detail"],
       sorted((a["kind"], a["iter"], a["node"]) for a in p["alerts"]))' "$SCRATCH/r.json")
 expect_eq "report: 8 iterations everywhere, medians, n3 slowest, alerts, full detail" \
-	"8 n3 True 4 {'max_group': 1, 'approximated': 0, 'not_compared': 0} [('ratio', 3, 'n0'), ('straggler', 6, 'n3')]" "$summary"
+	"8 n3 True 4 {'series_groups_per_point': 1, 'max_group': 1, 'approximated': 0, 'not_compared': 0} [('ratio', 3, 'n0'), ('straggler', 6, 'n3')]" "$summary"
 expect_eq "alert events" 2 "$(grep -c '"kind":"alert"' "$SCRATCH/ev.jsonl")"
 expect_match "perf events carry each node's e2e" '"node_e2e":\{"n0":1000,"n1":1010,"n2":1020,"n3":1500\}' "$(grep '"iter":8' "$SCRATCH/ev.jsonl" | grep '"kind":"perf"')"
 for ((i = 0; i < 40; i++)); do [ -s "$SCRATCH/notify.out" ] && break; sleep 0.05; done

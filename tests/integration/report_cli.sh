@@ -107,7 +107,7 @@ lines = [l for l in doc.getElementsByTagName("line") if l.getAttribute("class") 
 texts = [t.firstChild.data for t in doc.getElementsByTagName("text") if t.firstChild]
 slow = [t.firstChild.data for t in doc.getElementsByTagName("text") if t.getAttribute("class") == "slow"]
 print(svg.tagName, svg.getAttribute("xmlns"), len(doc.getElementsByTagName("polyline")), len(lines),
-      "iteration" in texts, "e2e time (ms)" in texts, "n3 (150.0 ms)" in texts, len(slow),
+      "iteration" in texts, "e2e time (ms)" in texts, "n3 (150.000 ms)" in texts, len(slow),
       sorted(t for t in texts if "@" in t))' "$SVG" 2>&1)
 expect_eq "plot: well-formed, 4 node lines, 2 alert markers, axes, slow node flagged" \
 	"svg http://www.w3.org/2000/svg 4 2 True True True 1 ['ratio n2 @150', 'straggler n3 @110']" \

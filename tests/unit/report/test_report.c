@@ -319,7 +319,7 @@ test_plot(void **state)
 	assert_non_null(strstr(svg, ">ratio n2 @150</text>"));
 	/* the slow node is flagged in the legend, and only it */
 	assert_int_equal(count(svg, "class=\"slow\""), 1);
-	assert_non_null(strstr(svg, ">n3 (150.0 ms)</text>"));
+	assert_non_null(strstr(svg, ">n3 (150.000 ms)</text>"));
 	assert_non_null(strstr(svg, "End-to-end time per node over iterations"));
 	assert_non_null(strstr(svg, ">iteration</text>"));
 	assert_non_null(strstr(svg, ">e2e time (ms)</text>"));
@@ -388,7 +388,7 @@ test_malformed(void **state)
 	free(text);
 	text = capture_svg(r);
 	assert_int_equal(count(text, "<polyline"), 0);
-	assert_non_null(strstr(text, "no timing summaries in the log"));
+	assert_non_null(strstr(text, "no timings in the log"));
 	free(text);
 	report_free(r);
 }
@@ -667,6 +667,101 @@ test_command(void **state)
 	}
 }
 
+/* What follows PREFIX in TEXT, up to a comma, a tag or the line's end, in BUF. */
+static const char *
+line_after(const char *text, const char *prefix, char *buf, size_t len)
+{
+	const char *p = strstr(text, prefix), *e;
+
+	assert_non_null(p);
+	p += strlen(prefix);
+	e = strpbrk(p, "\n<,");
+	assert_non_null(e);
+	snprintf(buf, len, "%.*s", (int)(e - p), p);
+	return buf;
+}
+
+/*
+ * A 60-iteration job of 2 nodes with one summary (the default interval)
+ * and the nodes' series: every iteration is drawn, with markers, the
+ * nodes' equal values apart; the median on the plot is the summary's.
+ */
+static void
+test_series_plot(void **state)
+{
+	struct fixture *f = *state;
+	FILE *fp = fopen(f->log, "w");
+	char d[4096], med_text[64], med_svg[64];
+	struct report *r;
+	char *text, *svg;
+	size_t len;
+
+	assert_non_null(fp);
+	event(fp, 1, "n1", 0, "perf", "info", "iteration summary",
+	      "{\"iter\":60,\"e2e_min\":150,\"e2e_mean\":151,\"e2e_max\":152,"
+	      "\"node_e2e\":{\"n1\":150,\"n2\":152}}");
+	for (int node = 0; node < 2; node++) {
+		len = (size_t)snprintf(d, sizeof(d), "{\"groups_per_point\":1,\"points\":[");
+		for (int it = 1; it <= 60; it++)
+			len += (size_t)snprintf(d + len, sizeof(d) - len, "%s[%d,%d,%g]", it > 1 ? "," : "",
+			                        it, it, 150 + (it % 4) * 0.5 + (node && it > 40 ? 20 : 0));
+		snprintf(d + len, sizeof(d) - len, "]}");
+		event(fp, 2, node ? "n2" : "n1", node, "series", "info", "e2e", d);
+	}
+	event(fp, 3, "n1", 0, "job", "info", "job succeeded", "{\"state\":\"succeeded\",\"exit_code\":0}");
+	fclose(fp);
+	r = load(f->log);
+	text = capture_text(r);
+	assert_line(text, "iterations:    60 (1 summary)");
+	/* the median of every iteration's value, not of the summary's two */
+	assert_line(text, "e2e time:      min 150.000 ms, median 151.000 ms, max 171.500 ms");
+	svg = capture_svg(r);
+	/* the plot says the summary's median, in the same words */
+	line_after(text, "e2e time:      min 150.000 ms, median ", med_text, sizeof(med_text));
+	line_after(svg, "\"median-key\" fill=\"#222222\">median, all: ", med_svg, sizeof(med_svg));
+	assert_string_equal(med_svg, med_text);
+	assert_non_null(strstr(svg, ">median 151.000 ms</text>"));
+	/* every iteration of both nodes, a marker each, two shapes */
+	assert_int_equal(count(svg, "<polyline"), 2);
+	assert_int_equal(count(svg, "<use xlink:href=\"#mk0\""), 60 + 1);  /* + the legend's */
+	assert_int_equal(count(svg, "<use xlink:href=\"#mk1\""), 60 + 1);
+	/* equal values apart: iteration 1 of n1 and of n2 at different places */
+	assert_non_null(strstr(svg, "<title>n1</title>"));
+	assert_non_null(strstr(svg, "<title>n2</title>"));
+	assert_non_null(strstr(svg, ">n1 (150.750 ms)</text>"));
+	/* the x axis from 0, not from the summary's iteration */
+	assert_non_null(strstr(svg, "text-anchor=\"middle\">0</text>"));
+	assert_non_null(strstr(svg, "each point: one iteration"));
+	free(svg);
+	free(text);
+	report_free(r);
+}
+
+/* Merged points weigh as many iterations as they cover. */
+static void
+test_series_weights(void **state)
+{
+	struct fixture *f = *state;
+	FILE *fp = fopen(f->log, "w");
+	struct report *r;
+	char *text, *svg;
+
+	assert_non_null(fp);
+	event(fp, 2, "n1", 0, "series", "info", "e2e",
+	      "{\"groups_per_point\":2,\"points\":[[1,1,100],[2,3,200],[4,4,\"x\"],[5,3,1]]}");
+	fclose(fp);
+	r = load(f->log);
+	text = capture_text(r);
+	/* 100 once, 200 twice: 200 (unweighted, it would be 150) */
+	assert_line(text, "e2e time:      min 100.000 ms, median 200.000 ms, max 200.000 ms");
+	assert_line(text, "iterations:    3");
+	svg = capture_svg(r);
+	assert_non_null(strstr(svg, "each point: the mean of up to 2 iterations"));
+	free(svg);
+	free(text);
+	report_free(r);
+}
+
 int
 main(void)
 {
@@ -680,6 +775,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_torn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_svg_escaping, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_command, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_series_plot, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_series_weights, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
