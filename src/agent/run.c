@@ -63,6 +63,7 @@
 #include "comm/nudge.h"
 #include "comm/peer.h"
 #include "launch/child.h"
+#include "launch/modes.h"
 #include "lib/log.h"
 #include "lib/loop.h"
 #include "lib/sig.h"
@@ -920,6 +921,7 @@ run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***a
 	struct job job = { .o = o, .cfg = cfg, .sigfd = -1, .clean = true,
 	                   .exit_code = VIGIL_EXIT_INTERNAL, .phase = PH_START };
 	struct job *j = &job;
+	char why[200];
 	int rc;
 
 	snprintf(j->name, sizeof(j->name), "%s", o->node ? o->node : "?");
@@ -929,6 +931,18 @@ run_job(const struct run_opts *o, const struct config *cfg, int *argc, char ***a
 		j->clean = false;
 		tear_down(j);
 		return rc;
+	}
+	/* A mode that cannot run on this many nodes is refused before any
+	 * node stages or runs a hook for nothing; every rank decides alike,
+	 * the coordinator says it. */
+	if (mode_check_nodes(o->mode, o->ps, j->size, why, sizeof(why)) < 0) {
+		if (j->rank == 0)
+			fprintf(stderr, "vigil run: %s (one agent a node): %s\nTry `vigil run "
+			        "--help'.\n", why, o->mode == MODE_SINGLE ?
+			        "start one agent (mpirun -np 1), or choose another --mode" :
+			        "start more agents, or give a smaller --ps");
+		tear_down(j);
+		return VIGIL_EXIT_USAGE;
 	}
 	/* Pre-check, gathered at the coordinator, which plans or refuses;
 	 * with staging or hooks, this node's preparation first. */

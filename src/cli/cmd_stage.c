@@ -29,7 +29,9 @@ static const char stage_usage[] =
 "\n"
 "Copy each SOURCE (a directory, or a file) to this node's staging directory,\n"
 "several files at once, reusing a copy already there (files of the same size\n"
-"and modification time), and print where each copy is.  The copy is read-only.\n"
+"and modification time, to the second), and print where each copy is.  The copy\n"
+"is read-only.  A source that changes while it is copied is copied again, and\n"
+"refused when it keeps changing.\n"
 "Copies unused for the retention are removed first; a staging that would fill\n"
 "the file system past the maximum use is refused (exit 80).\n"
 "\n"
@@ -39,24 +41,50 @@ static const char stage_usage[] =
 "  --jobs N            files copied at once (default 4)\n"
 "  --retention TIME    remove copies unused this long (default 7d; 0 keeps them)\n"
 "  --max-use PCT       refuse to fill the file system past PCT% (default 90)\n"
+"  --verify HOW        quick (size and modification time) or content (also\n"
+"                      compare the bytes of every file kept; reads both sides)\n"
 "  --clean             only remove the expired copies\n"
 "  --progress          lines for programs on stdout: plan, copied, ready, error\n"
 "  --config FILE       the site's defaults (the \"run\" section, vigil.conf(5))\n";
 
+/* A set's plan, as the human summary needs it. */
+struct seen_plan {
+	char name[64];
+	unsigned long long bytes, files, copy_files;
+};
+
 struct stage_cli {
 	struct stage_opts so;
 	bool progress, clean;
-	const char *config, *dir, *jobs, *retention, *max_use;
+	const char *config, *dir, *jobs, *retention, *max_use, *verify;
 	char dirbuf[4096];
-	/* for the human summary */
-	unsigned long long bytes, files, copy_bytes, copy_files, copied_bytes;
+	/* for the human summary: each set's plan (all come first), what was
+	 * copied since the last set was ready (sets are copied one by one) */
+	struct seen_plan plans[STAGE_SETS_MAX];
+	int nplans;
+	bool any_ready;
+	unsigned long long copied_bytes;
 	uint64_t t0;
 };
+
+/* The plan of NAME: the one said last, a new one, or NULL (more sets than planned). */
+static struct seen_plan *
+plan_of(struct stage_cli *c, const char *name, bool add)
+{
+	for (int i = 0; i < c->nplans; i++)
+		if (strcmp(c->plans[i].name, name) == 0)
+			return &c->plans[i];
+	if (!add || c->nplans == STAGE_SETS_MAX)
+		return NULL;
+	snprintf(c->plans[c->nplans].name, sizeof(c->plans[0].name), "%s", name);
+	return &c->plans[c->nplans++];
+}
 
 static void
 on_progress(void *arg, const struct stage_progress *p)
 {
 	struct stage_cli *c = arg;
+	struct seen_plan *plan;
 	char a[32], b[32];
 
 	if (c->progress) {
@@ -70,26 +98,33 @@ on_progress(void *arg, const struct stage_progress *p)
 		(void)fflush(stdout);  /* the agent reads it as it comes */
 		return;
 	}
-	if (p->event == STAGE_PLAN) {
-		c->bytes = p->bytes;
-		c->files = p->files;
-		c->copy_bytes = p->copy_bytes;
-		c->copy_files = p->copy_files;
-		c->copied_bytes = 0;
-		c->t0 = util_now_ms();
-	} else if (p->event == STAGE_COPIED) {
+	if (p->event == STAGE_COPIED) {
 		c->copied_bytes += p->bytes;
-	} else {
-		util_fmt_bytes((double)c->bytes, a, sizeof(a));
-		util_fmt_bytes((double)c->copied_bytes, b, sizeof(b));
-		if (p->reused)
-			printf("%s: %s (%llu files, %s; reused)\n", p->name, p->path ? p->path : "?",
-			       c->files, a);
-		else
-			printf("%s: %s (%llu files, %s; %llu copied, %s, in %.1f s)\n", p->name,
-			       p->path ? p->path : "?", c->files, a, c->copy_files, b,
-			       (double)(util_now_ms() - c->t0) / 1000.0);
+		return;
 	}
+	plan = plan_of(c, p->name, p->event == STAGE_PLAN);
+	if (!plan)
+		return;
+	if (p->event == STAGE_PLAN) {
+		plan->bytes = p->bytes;
+		plan->files = p->files;
+		plan->copy_files = p->copy_files;
+		if (!c->any_ready)
+			c->t0 = util_now_ms();  /* the first set's copying starts after the plans */
+		return;
+	}
+	util_fmt_bytes((double)plan->bytes, a, sizeof(a));
+	util_fmt_bytes((double)c->copied_bytes, b, sizeof(b));
+	if (p->reused)
+		printf("%s: %s (%llu files, %s; reused)\n", p->name, p->path ? p->path : "?",
+		       plan->files, a);
+	else
+		printf("%s: %s (%llu files, %s; %llu copied, %s, in %.1f s)\n", p->name,
+		       p->path ? p->path : "?", plan->files, a, plan->copy_files, b,
+		       (double)(util_now_ms() - c->t0) / 1000.0);
+	c->any_ready = true;
+	c->copied_bytes = 0;
+	c->t0 = util_now_ms();
 }
 
 /* The defaults: run_opts_init()'s, then the configuration's "run" section. */
@@ -139,6 +174,18 @@ settle(struct stage_cli *c, const struct run_opts *o)
 		return cmd_usage_error("stage", "--max-use needs a percentage from 1 to 100");
 	if (c->max_use)
 		c->so.max_use_pct = v;
+	c->so.verify_content = o->stage_verify_content;
+	if (c->verify) {
+		const struct opts_run *opt = opts_run_find("stage-verify");
+		char words[64];
+		int w;
+
+		if (opts_word(c->verify, opt->words, &w) < 0) {
+			opts_words_list(opt->words, words, sizeof(words));
+			return cmd_usage_error("stage", "--verify needs %s", words);
+		}
+		c->so.verify_content = w != 0;
+	}
 	snprintf(user, sizeof(user), "%s", pw ? pw->pw_name : "");
 	if (!pw || strspn(user, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 	                  "-_.") != strlen(user))
@@ -162,6 +209,7 @@ parse(int argc, char **argv, struct stage_cli *c)
 		{ "dir", required_argument, NULL, 'd' }, { "jobs", required_argument, NULL, 'j' },
 		{ "retention", required_argument, NULL, 'r' },
 		{ "max-use", required_argument, NULL, 'm' }, { "clean", no_argument, NULL, 'C' },
+		{ "verify", required_argument, NULL, 'v' },
 		{ "progress", no_argument, NULL, 'P' }, { "config", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
@@ -174,6 +222,7 @@ parse(int argc, char **argv, struct stage_cli *c)
 		case 'j': c->jobs = optarg; break;
 		case 'r': c->retention = optarg; break;
 		case 'm': c->max_use = optarg; break;
+		case 'v': c->verify = optarg; break;
 		case 'C': c->clean = true; break;
 		case 'P': c->progress = true; break;
 		case 'c': c->config = optarg; break;
@@ -215,9 +264,15 @@ stage_all(struct stage_cli *c, int n, char **args)
 
 	if (n > STAGE_SETS_MAX)
 		return cmd_usage_error("stage", "at most %d datasets at once", STAGE_SETS_MAX);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		if (stage_parse(args[i], &sets[i], names[i], sizeof(names[i]), err, sizeof(err)) < 0)
 			return cmd_usage_error("stage", "'%s': %s", args[i], err);
+		for (int k = 0; k < i; k++)
+			if (strcmp(sets[k].name, sets[i].name) == 0)
+				return cmd_usage_error("stage", "dataset %s given twice ('%s', '%s'): each "
+				                       "dataset needs a name of its own", sets[i].name,
+				                       args[k], args[i]);
+	}
 	rc = stage_run(&c->so, sets, (size_t)n, err, sizeof(err));
 	if (rc == 0)
 		return VIGIL_EXIT_OK;

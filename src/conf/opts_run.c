@@ -41,6 +41,9 @@ static const struct opts_word torch_words[] = {
 	{ "auto", MODE_TORCH_AUTO }, { "launch", MODE_TORCH_LAUNCH }, { "run", MODE_TORCH_RUN },
 	{ NULL, 0 },
 };
+static const struct opts_word verify_words[] = {
+	{ "quick", 0 }, { "content", 1 }, { NULL, 0 },
+};
 static const struct opts_word precheck_words[] = {
 	{ "fail", VERDICT_FAIL }, { "warn", VERDICT_WARN }, { "off", -1 }, { NULL, 0 },
 };
@@ -206,6 +209,10 @@ const struct opts_run opts_run_table[] = {
 	{ .name = "stage-jobs", .kind = OPTS_COUNT, FIELD(stage_jobs), .min = 1, .max = 64,
 	  .flags = OPTS_SITE | OPTS_LIMIT, .def = "4", .group = OPTS_GROUP_PREP,
 	  .arg = "N", .help = "files copied at once per node" },
+	{ .name = "stage-verify", .kind = OPTS_WORD, FIELD(stage_verify_content),
+	  .words = verify_words, .flags = OPTS_SITE, .def = "quick", .group = OPTS_GROUP_PREP,
+	  .arg = "HOW", .help = "keep a copied file of the source's size and modification time "
+	  "(quick), or compare its bytes too (content)" },
 	{ .name = "stage-timeout", .kind = OPTS_DURATION, FIELD(stage_timeout_s), .min = 1,
 	  .max = 30 * DAY, .flags = OPTS_SITE | OPTS_OFF, .group = OPTS_GROUP_PREP,
 	  .help = "a time limit on the staging; none by default" },

@@ -86,6 +86,7 @@ struct run_opts {
 	double stage_retention_s;       /* unused copies kept this long; default 7 days */
 	int stage_max_use;              /* refuse to fill the disk past this %; default 90 */
 	int stage_jobs;                 /* files copied at once per node; default 4 */
+	bool stage_verify_content;      /* compare the bytes of what the quick check keeps */
 	double stage_timeout_s;         /* 0: none */
 	const char *hook[RUN_LIST_MAX]; /* --hook PHASE[:ATTR]...=COMMAND, as given (checked) */
 	int nhook;

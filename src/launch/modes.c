@@ -398,6 +398,21 @@ valid_port(int port)
 	return port > 0 && port <= 65535;
 }
 
+int
+mode_check_nodes(enum mode m, int ps, int nnodes, char *err, size_t errlen)
+{
+	if (m == MODE_SINGLE && nnodes != 1) {
+		log_errbuf(err, errlen, "single mode runs on one node; got %d", nnodes);
+		return -EINVAL;
+	}
+	if (m == MODE_TENSORFLOW && ps >= nnodes && ps >= 0) {
+		log_errbuf(err, errlen, "tensorflow: --ps %d leaves no worker among %d nodes", ps,
+		           nnodes);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int
 check_plan(const struct mode_plan *p, char *err, size_t errlen)
 {
@@ -442,10 +457,8 @@ check_plan(const struct mode_plan *p, char *err, size_t errlen)
 	}
 	switch (p->mode) {
 	case MODE_SINGLE:
-		if (p->nnodes != 1) {
-			log_errbuf(err, errlen, "single mode runs on one node; got %d", p->nnodes);
+		if (mode_check_nodes(p->mode, p->ps, p->nnodes, err, errlen) < 0)
 			return -EINVAL;
-		}
 		break;
 	case MODE_DEEPSPEED:
 	case MODE_HOROVOD:
@@ -460,11 +473,8 @@ check_plan(const struct mode_plan *p, char *err, size_t errlen)
 			log_errbuf(err, errlen, "tensorflow: --ps %d is negative", p->ps);
 			return -EINVAL;
 		}
-		if (p->ps >= p->nnodes) {
-			log_errbuf(err, errlen, "tensorflow: --ps %d leaves no worker among %d nodes",
-			        p->ps, p->nnodes);
+		if (mode_check_nodes(p->mode, p->ps, p->nnodes, err, errlen) < 0)
 			return -EINVAL;
-		}
 		if (!valid_port(p->tf_port)) {
 			log_errbuf(err, errlen, "tensorflow: port %d is out of range (1-65535)", p->tf_port);
 			return -EINVAL;

@@ -77,6 +77,13 @@ int mode_torch_parse(const char *s, enum mode_torch *out);  /* 0 or -EINVAL */
 const char *mode_name(enum mode m);
 int mode_parse(const char *s, enum mode *out);  /* 0 or -EINVAL */
 
+/*
+ * Whether mode M can run on NNODES nodes (single: one; tensorflow: more
+ * than PS).  0, or -EINVAL with the reason in ERR.  Checked before the
+ * preparation, on the job's whole size, and again on the nodes planned.
+ */
+int mode_check_nodes(enum mode m, int ps, int nnodes, char *err, size_t errlen);
+
 struct mode_node {
 	const char *host;   /* name other nodes reach it by (hostfiles, TF_CONFIG) */
 	int slots;          /* accelerators; 1 on a CPU node (the manual's SLOTS) */

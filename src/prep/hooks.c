@@ -47,6 +47,7 @@ struct hooks {
 	bool running;                  /* queue[0]'s hooks run */
 	double started;
 	char **envp;
+	bool staged;                   /* VIGIL_STAGE_* may be shown */
 };
 
 /* ---- the spec of --hook ------------------------------------------------------- */
@@ -163,6 +164,12 @@ here(const struct hooks *hs, const struct config_hook *h)
 	return !h->coordinator || hs->o.coordinator;
 }
 
+void
+hooks_set_staged(struct hooks *hs)
+{
+	hs->staged = true;
+}
+
 bool
 hooks_any(const struct hooks *hs, int phase)
 {
@@ -213,6 +220,23 @@ free_env(struct hooks *hs)
 	hs->envp = NULL;
 }
 
+/* Whether ENTRY ("NAME=VALUE") is a staged copy's path that is not there yet. */
+static bool
+unstaged(const struct hooks *hs, const char *entry)
+{
+	size_t k = strlen("VIGIL_STAGE_");
+
+	if (hs->staged || strncmp(entry, "VIGIL_STAGE_", k) != 0)
+		return false;
+	for (size_t i = 0; i < hs->o.nstage_names; i++) {
+		size_t n = strlen(hs->o.stage_names[i]);
+
+		if (strncmp(entry + k, hs->o.stage_names[i], n) == 0 && entry[k + n] == '=')
+			return true;
+	}
+	return false;
+}
+
 /* The agent's environment with the phase's variables over it. */
 static int
 make_env(struct hooks *hs, const struct pending *pd)
@@ -236,7 +260,7 @@ make_env(struct hooks *hs, const struct pending *pd)
 
 		for (size_t m = 0; m < nmine && !over; m++)
 			over = strncmp(environ[i], mine[m], strcspn(mine[m], "=") + 1) == 0;
-		if (!over && !(hs->envp[k++] = strdup(environ[i])))
+		if (!over && !unstaged(hs, environ[i]) && !(hs->envp[k++] = strdup(environ[i])))
 			ok = false;
 	}
 	for (size_t m = 0; m < nmine; m++) {

@@ -13,6 +13,9 @@
  * VIGIL_NODE, VIGIL_RANK (the agent's MPI rank), VIGIL_JOB_ID, and what
  * the phase adds (hooks_run()'s EXTRA: VIGIL_JOB_STATE and
  * VIGIL_JOB_EXIT_CODE at the end, VIGIL_CKPT_REASON at a checkpoint).
+ * The staging's variables (VIGIL_STAGE_NAME, set in the agent's
+ * environment before MPI starts) are left out until hooks_set_staged():
+ * a hook sees a copy's path only once the copy is there.
  */
 #ifndef VIGIL_HOOKS_H
 #define VIGIL_HOOKS_H
@@ -68,6 +71,8 @@ struct hooks_opts {
 	int rank;
 	const char *job_id;               /* VIGIL_JOB_ID; copied */
 	const sigset_t *sigmask;          /* restored in the hooks; borrowed */
+	const char *const *stage_names;   /* the datasets staged (--stage NAME); borrowed */
+	size_t nstage_names;
 };
 
 /* NULL with errno (ENOMEM; EINVAL for a spec that does not parse). */
@@ -82,6 +87,10 @@ void hooks_free(struct hooks *hs);
  * old id stays).
  */
 int hooks_set_job_id(struct hooks *hs, const char *job_id);
+
+/* The staging is complete: the hooks of the phases that start from now
+ * on see VIGIL_STAGE_NAME. */
+void hooks_set_staged(struct hooks *hs);
 
 /* Whether any hook of PHASE runs on this node. */
 bool hooks_any(const struct hooks *hs, int phase);

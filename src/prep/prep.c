@@ -36,6 +36,7 @@ struct prep {
 	struct hooks *hooks;
 	struct stage_set sets[STAGE_SETS_MAX];
 	char names[STAGE_SETS_MAX][64];
+	const char *set_names[STAGE_SETS_MAX];  /* the hooks withhold their variables */
 	int nsets;
 
 	/* this node */
@@ -43,6 +44,7 @@ struct prep {
 	struct runner *stager;
 	double stage_t0, stage_s;
 	double copied_bytes, copied_files, copy_bytes, copy_files, data_bytes, data_files;
+	double plans[STAGE_SETS_MAX][4];  /* each set's last plan: bytes, files, to copy */
 	bool stage_tried, staged;
 	char stage_error[400];
 	struct hooks_result early;     /* the pre-check and pre-launch hooks together */
@@ -323,21 +325,36 @@ hold_copies(struct prep *p)
 	}
 }
 
+/* A set's plan (every set's comes first; one said again replaces it): the totals. */
+static void
+take_plan(struct prep *p, const char *name, const double v[4])
+{
+	double t[4] = { 0 };
+
+	for (int i = 0; i < p->nsets; i++)
+		if (strcmp(p->sets[i].name, name) == 0)
+			memcpy(p->plans[i], v, sizeof(p->plans[i]));
+	for (int i = 0; i < p->nsets; i++)
+		for (int k = 0; k < 4; k++)
+			t[k] += p->plans[i][k];
+	p->data_bytes = t[0];
+	p->data_files = t[1];
+	p->copy_bytes = t[2];
+	p->copy_files = t[3];
+}
+
 /* "plan NAME BYTES FILES COPY_BYTES COPY_FILES", "copied BYTES FILES", "error MESSAGE". */
 static void
 on_stage_line(void *arg, const char *line, size_t len)
 {
 	struct prep *p = arg;
 	char buf[RUNNER_LINE_MAX + 1], name[64], out[RUNNER_LINE_MAX + 100];
-	double a, b, c, d;
+	double v[4], a, b;
 
 	memcpy(buf, line, len);
 	buf[len] = '\0';
-	if (sscanf(buf, "plan %63s %lf %lf %lf %lf", name, &a, &b, &c, &d) == 5) {
-		p->data_bytes += a;
-		p->data_files += b;
-		p->copy_bytes += c;
-		p->copy_files += d;
+	if (sscanf(buf, "plan %63s %lf %lf %lf %lf", name, &v[0], &v[1], &v[2], &v[3]) == 5) {
+		take_plan(p, name, v);
 	} else if (sscanf(buf, "copied %lf %lf", &a, &b) == 2) {
 		p->copied_bytes += a;
 		p->copied_files += b;
@@ -368,6 +385,7 @@ on_stage_done(void *arg, int status)
 		return;
 	}
 	p->staged = true;
+	hooks_set_staged(p->hooks);
 	hold_copies(p);
 	start_prelaunch(p);
 }
@@ -380,12 +398,13 @@ start_staging(struct prep *p)
 	char *argv[16 + STAGE_SETS_MAX] = {
 		(char *)"vigil", (char *)"stage", (char *)"--progress", (char *)"--dir",
 		(char *)p->ro->stage_dir, (char *)"--jobs", jobs, (char *)"--retention", ret,
-		(char *)"--max-use", use, (char *)"--",
+		(char *)"--max-use", use, (char *)"--verify",
+		(char *)(p->ro->stage_verify_content ? "content" : "quick"), (char *)"--",
 	};
 	struct runner_opts ro = { .path = p->self, .argv = argv, .sigmask = p->o.sigmask,
 	                          .timeout_s = p->ro->stage_timeout_s };
 	struct runner_ops ops = { on_stage_line, on_stage_done, p };
-	int k = 12;
+	int k = 14;
 
 	snprintf(jobs, sizeof(jobs), "%d", p->ro->stage_jobs);
 	snprintf(ret, sizeof(ret), "%.0f", p->ro->stage_retention_s);
@@ -685,12 +704,14 @@ take_sets(struct stage_set *sets, char names[][64], const struct run_opts *o, ch
 
 static struct hooks *
 make_hooks(const struct run_opts *o, const struct config *cfg, const char *node, int rank,
-           const char *job_id, const sigset_t *mask, struct loop *l, const struct hooks_ops *ops)
+           const char *job_id, const sigset_t *mask, struct loop *l, const struct hooks_ops *ops,
+           const char *const *stage_names, int nsets)
 {
 	struct hooks_opts ho = {
 		.site = cfg->hooks, .nsite = cfg->nhooks, .specs = o->hook, .nspecs = (size_t)o->nhook,
 		.timeout_s = o->hook_timeout_s, .coordinator = rank == 0, .node = node, .rank = rank,
-		.job_id = job_id, .sigmask = mask,
+		.job_id = job_id, .sigmask = mask, .stage_names = stage_names,
+		.nstage_names = nsets > 0 ? (size_t)nsets : 0,
 	};
 
 	return hooks_new(&ho, l, ops);
@@ -714,9 +735,11 @@ prep_new(const struct prep_opts *o, struct loop *l, const struct prep_ops *ops)
 	p->job_id = strdup(o->job_id ? o->job_id : "");
 	p->self = strdup(o->self ? o->self : "/proc/self/exe");
 	n = take_sets(p->sets, p->names, p->ro, why, sizeof(why));
+	for (int i = 0; i < n; i++)
+		p->set_names[i] = p->sets[i].name;
 	if (!p->node || !p->job_id || !p->self || n < 0 ||
 	    !(p->hooks = make_hooks(p->ro, o->cfg, p->node, o->rank, p->job_id, o->sigmask, l,
-	                            &hops))) {
+	                            &hops, p->set_names, n))) {
 		prep_free(p);
 		errno = n < 0 ? EINVAL : ENOMEM;
 		return NULL;
@@ -759,7 +782,7 @@ prep_describe(FILE *f, const struct run_opts *o, const struct config *cfg, bool 
 			fprintf(f, "stage: %s from %s to %s (VIGIL_STAGE_%s), %d files at once, before "
 			        "the launch\n", sets[i].name, sets[i].src, path, sets[i].name,
 			        o->stage_jobs);
-	hs = make_hooks(o, cfg, "?", coordinator ? 0 : 1, "", NULL, NULL, &ops);
+	hs = make_hooks(o, cfg, "?", coordinator ? 0 : 1, "", NULL, NULL, &ops, NULL, 0);
 	hooks_describe(hs, f);
 	hooks_free(hs);
 }

@@ -20,6 +20,10 @@ struct pnode {
 	double last;                   /* when it was last heard */
 	double copied_bytes, copied_files, copy_bytes, copy_files, data_bytes, data_files;
 	double seconds;                /* its staging's time so far */
+	/* what a byte and a file cost it: sums of the least-squares fit of
+	 * each interval's time to its bytes and files (learn()) */
+	double at_s, at_b, at_f;       /* the last interval's end */
+	double sbb, sbf, sff, stb, stf;
 };
 
 struct prepview {
@@ -58,6 +62,31 @@ prepview_free(struct prepview *v)
 	free(v);
 }
 
+/*
+ * The interval since P's last progress, for the fit of time to bytes and
+ * files: so that the small files left at the end of a copy (each costs
+ * far more than its bytes) are not taken for nothing.  An interval in
+ * which nothing moved (a large file between two reports) is added to the
+ * next one.
+ */
+static void
+learn(struct pnode *p)
+{
+	double dt = p->seconds - p->at_s, db = p->copied_bytes - p->at_b;
+	double df = p->copied_files - p->at_f;
+
+	if (dt <= 0 || db < 0 || df < 0 || (db == 0 && df == 0))
+		return;
+	p->sbb += db * db;
+	p->sbf += db * df;
+	p->sff += df * df;
+	p->stb += dt * db;
+	p->stf += dt * df;
+	p->at_s = p->seconds;
+	p->at_b = p->copied_bytes;
+	p->at_f = p->copied_files;
+}
+
 int
 prepview_update(struct prepview *v, int rank, const struct msg_prep *m, double now)
 {
@@ -80,6 +109,7 @@ prepview_update(struct prepview *v, int rank, const struct msg_prep *m, double n
 	p->data_bytes = m->data_bytes;
 	p->data_files = m->data_files;
 	p->seconds = m->seconds;
+	learn(p);
 	p->staging = p->staging || (m->step && strcmp(m->step, "staging") == 0) ||
 	             m->data_bytes > 0;
 	if (!m->step || strcmp(m->step, "done") != 0)
@@ -128,6 +158,34 @@ prepview_done(const struct prepview *v, int rank)
 	return rank >= 0 && rank < v->n && v->nodes[rank].done;
 }
 
+/*
+ * P's time left (s): its bytes and files left at the costs the fit gives;
+ * where the copy so far cannot tell the two costs apart (every interval
+ * alike), the larger of "all the time was bytes" and "all of it was
+ * files".  < 0 when nothing was copied yet.
+ */
+static double
+node_left(const struct pnode *p)
+{
+	double lb = p->copy_bytes - p->copied_bytes, lf = p->copy_files - p->copied_files;
+	double det = p->sbb * p->sff - p->sbf * p->sbf, byb, byf;
+
+	lb = lb > 0 ? lb : 0;
+	lf = lf > 0 ? lf : 0;
+	if (p->sbb <= 0 && p->sff <= 0)
+		return -1;
+	if (p->sbb > 0 && p->sff > 0 && det > 1e-9 * p->sbb * p->sff) {
+		double a = (p->stb * p->sff - p->stf * p->sbf) / det;
+		double b = (p->stf * p->sbb - p->stb * p->sbf) / det;
+
+		if (a >= 0 && b >= 0)
+			return a * lb + b * lf;
+	}
+	byb = p->sbb > 0 ? p->stb / p->sbb * lb : 0;
+	byf = p->sff > 0 ? p->stf / p->sff * lf : 0;
+	return byb > byf ? byb : byf;
+}
+
 /* The slowest node's time left (s), or < 0 when unknown. */
 static double
 eta(const struct prepview *v)
@@ -136,14 +194,15 @@ eta(const struct prepview *v)
 
 	for (int r = 0; r < v->n; r++) {
 		const struct pnode *p = &v->nodes[r];
-		double left = p->copy_bytes - p->copied_bytes;
+		double left;
 
-		if (p->done || p->silent || left <= 0)
+		if (p->done || p->silent ||
+		    (p->copy_bytes <= p->copied_bytes && p->copy_files <= p->copied_files))
 			continue;
-		if (p->copied_bytes <= 0 || p->seconds <= 0)
+		left = node_left(p);
+		if (left < 0)
 			return -1;
-		if (left / (p->copied_bytes / p->seconds) > worst)
-			worst = left / (p->copied_bytes / p->seconds);
+		worst = left > worst ? left : worst;
 	}
 	return worst;
 }
@@ -216,9 +275,9 @@ prepview_line(const struct prepview *v, double now, char *buf, size_t len)
 bool
 prepview_summary(const struct prepview *v, char *buf, size_t len)
 {
-	double cb = 0, data = 0, secs = 0;
+	double cb = 0, data = 0, secs = 0, kept = 0;
 	int staged = 0, failed = 0;
-	char a[32], d[32], rate[32];
+	char a[32], d[32], rate[32], k[32], copied[96];
 
 	for (int r = 0; r < v->n; r++) {
 		const struct pnode *p = &v->nodes[r];
@@ -228,6 +287,8 @@ prepview_summary(const struct prepview *v, char *buf, size_t len)
 		staged++;
 		failed += !p->ok;
 		cb += p->copied_bytes;
+		/* what a node found in its copy already: its data less what it had to copy */
+		kept += p->data_bytes > p->copy_bytes ? p->data_bytes - p->copy_bytes : 0;
 		data = p->data_bytes > data ? p->data_bytes : data;
 		secs = p->seconds > secs ? p->seconds : secs;
 	}
@@ -235,10 +296,17 @@ prepview_summary(const struct prepview *v, char *buf, size_t len)
 		return false;
 	util_fmt_bytes(cb, a, sizeof(a));
 	util_fmt_bytes(data, d, sizeof(d));
+	util_fmt_bytes(kept, k, sizeof(k));
 	util_fmt_bytes(secs > 0 ? cb / secs : 0, rate, sizeof(rate));
-	snprintf(buf, len, "staged on %d node%s in %.1f s%s: %s of data on each node, %s copied in "
-	         "all (the rest reused), %s/s", staged - failed, util_plural(staged - failed),
-	         secs, failed ? " (failed on some: see the pre-check)" : "", d, a, rate);
+	if (cb <= 0 && kept > 0)
+		snprintf(copied, sizeof(copied), "nothing copied (every copy reused)");
+	else if (kept > 0)
+		snprintf(copied, sizeof(copied), "%s copied in all, %s reused", a, k);
+	else
+		snprintf(copied, sizeof(copied), "%s copied in all", a);
+	snprintf(buf, len, "staged on %d node%s in %.1f s%s: %s of data on each node, %s, %s/s",
+	         staged - failed, util_plural(staged - failed), secs,
+	         failed ? " (failed on some: see the pre-check)" : "", d, copied, rate);
 	return true;
 }
 

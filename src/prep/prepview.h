@@ -40,7 +40,9 @@ bool prepview_done(const struct prepview *v, int rank);
  * While nodes stage: "staging: 1.2 of 4.0 GiB, 130 of 400 files (30%),
  * 210 MiB/s, about 14 s left; n1 45%, n2 30%, n3 done" into BUF.  False
  * when no node copies anything (nothing to say).  The time left is the
- * slowest node's: what it has left at the rate it has had.
+ * slowest node's: its bytes and files left, each at the cost its copy so
+ * far showed (a least-squares fit of each interval's time to its bytes
+ * and files).
  */
 bool prepview_line(const struct prepview *v, double now, char *buf, size_t len);
 

@@ -27,6 +27,7 @@
 #include <cJSON.h>
 
 #include "lib/json.h"
+#include "lib/safepath.h"
 #include "lib/util.h"
 #include "prep/prepview.h"
 #include "prep/stage.h"
@@ -36,6 +37,8 @@
 #define PROGRESS_MS 100             /* COPIED events at most this often */
 #define PART_PREFIX ".vigil-part."  /* a file being copied, renamed when complete */
 #define HOLD_TRIES 3                /* rounds of "check, then update" against other stagers */
+#define COPY_ROUNDS 3               /* copies of a source that changes under them, at most */
+#define VERIFY_BUF (256u << 10)     /* bytes compared at a time (--stage-verify content) */
 
 /* ---- names ------------------------------------------------------------------ */
 
@@ -406,17 +409,20 @@ stage_clean(const char *dir, double retention_s, time_t now, int *removed, char 
 /* ---- copying one file ------------------------------------------------------------ */
 
 /* A worker's word to the staging process: fixed records, each one write(). */
+enum { REC_PROGRESS, REC_ERROR, REC_CHANGED };
+
 struct record {
-	int kind;               /* 0 progress, 1 error */
+	int kind;               /* REC_*: REC_CHANGED, a file that changed while it was copied */
 	int files;
+	int err;                /* REC_ERROR: the negative errno */
 	long long bytes;
 	char text[240];
 };
 
 static void
-report(int fd, int kind, int files, long long bytes, const char *text)
+report(int fd, int kind, int files, long long bytes, int err, const char *text)
 {
-	struct record r = { .kind = kind, .files = files, .bytes = bytes };
+	struct record r = { .kind = kind, .files = files, .bytes = bytes, .err = err };
 
 	if (text)
 		snprintf(r.text, sizeof(r.text), "%.*s", (int)sizeof(r.text) - 1, text);
@@ -440,7 +446,7 @@ copy_rw(int in, int out, int rfd, long long *pending)
 			return -errno;
 		*pending += got;
 		if (*pending >= (long long)REPORT_EVERY) {
-			report(rfd, 0, 0, *pending, NULL);
+			report(rfd, REC_PROGRESS, 0, *pending, 0, NULL);
 			*pending = 0;
 		}
 	}
@@ -465,13 +471,30 @@ copy_data(int in, int out, int rfd, long long *pending)
 		}
 		*pending += n;
 		if (*pending >= (long long)REPORT_EVERY) {
-			report(rfd, 0, 0, *pending, NULL);
+			report(rfd, REC_PROGRESS, 0, *pending, 0, NULL);
 			*pending = 0;
 		}
 	}
 }
 
-/* SRC to DST through a part file beside it, read-only, with the source's times. */
+/* Whether the file behind IN changed since it was BEFORE: its size, content or inode. */
+static bool
+changed_since(int in, const struct stat *before)
+{
+	struct stat now;
+
+	return fstat(in, &now) < 0 || now.st_size != before->st_size ||
+	       now.st_mtim.tv_sec != before->st_mtim.tv_sec ||
+	       now.st_mtim.tv_nsec != before->st_mtim.tv_nsec ||
+	       now.st_ctim.tv_sec != before->st_ctim.tv_sec ||
+	       now.st_ctim.tv_nsec != before->st_ctim.tv_nsec;
+}
+
+/*
+ * SRC to DST through a part file beside it, read-only, with the source's
+ * times.  0, 1 when the source changed while it was copied (nothing is
+ * kept: the staging looks again), or a negative errno with ERR.
+ */
 static int
 copy_one(const char *src, const char *dst, int rfd, char *err, size_t errlen)
 {
@@ -500,16 +523,20 @@ copy_one(const char *src, const char *dst, int rfd, char *err, size_t errlen)
 		rc = -errno;
 	if (out >= 0 && close(out) < 0 && rc == 0)
 		rc = -errno;
+	/* a writer at work: these bytes may be half old, half new */
+	if (rc == 0 && changed_since(in, &st))
+		rc = 1;
 	(void)close(in);
 	if (rc == 0 && rename(part, dst) < 0)
 		rc = -errno;
-	if (rc < 0) {
+	if (rc != 0)
 		(void)unlink(part);
+	if (rc < 0) {
 		snprintf(err, errlen, "cannot copy %.200s to %.200s: %.60s", src, dst, strerror(-rc));
 		return rc;
 	}
-	report(rfd, 0, 1, pending, NULL);
-	return 0;
+	report(rfd, rc ? REC_CHANGED : REC_PROGRESS, rc ? 0 : 1, pending, 0, NULL);
+	return rc;
 }
 
 /* ---- the workers ----------------------------------------------------------------- */
@@ -519,6 +546,7 @@ struct work {
 	const struct entry **files;   /* to copy, largest first */
 	size_t n;
 	int *owner;                   /* worker of each file */
+	size_t changed;               /* files that changed while they were copied */
 };
 
 /* A copying process: its share of W's files (those assigned to K). */
@@ -526,7 +554,7 @@ static void __attribute__((noreturn))
 worker(struct work *w, int k, int rfd)
 {
 	char src[PATH_MAX], dst[PATH_MAX], err[512];
-	int rc = 0;
+	int rc = 0, r;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 	for (size_t i = 0; i < w->n && rc == 0; i++) {
@@ -534,10 +562,10 @@ worker(struct work *w, int k, int rfd)
 			continue;
 		if (!join(src, w->src_root, w->files[i]->rel) ||
 		    !join(dst, w->dst_root, w->files[i]->rel)) {
-			report(rfd, 1, 0, 0, "a path is too long");
+			report(rfd, REC_ERROR, 0, 0, -ENAMETOOLONG, "a path is too long");
 			rc = 1;
-		} else if (copy_one(src, dst, rfd, err, sizeof(err)) < 0) {
-			report(rfd, 1, 0, 0, err);
+		} else if ((r = copy_one(src, dst, rfd, err, sizeof(err))) < 0) {
+			report(rfd, REC_ERROR, 0, 0, r, err);
 			rc = 1;
 		}
 	}
@@ -576,7 +604,7 @@ assign(struct work *w, int jobs)
 
 /* Read the workers' records until every one has closed the pipe. */
 static int
-collect(const struct stage_opts *o, int rfd, char *err, size_t errlen)
+collect(const struct stage_opts *o, int rfd, struct work *w, char *err, size_t errlen)
 {
 	struct stage_progress p = { .event = STAGE_COPIED };
 	uint64_t last = util_now_ms();
@@ -592,10 +620,11 @@ collect(const struct stage_opts *o, int rfd, char *err, size_t errlen)
 			break;
 		if (got != (ssize_t)sizeof(r))
 			continue;  /* records are written whole; a short one is not ours */
-		if (r.kind == 1 && rc == 0) {
-			rc = -EIO;
+		if (r.kind == REC_ERROR && rc == 0) {
+			rc = r.err < 0 ? r.err : -EIO;
 			snprintf(err, errlen, "%s", r.text);
 		}
+		w->changed += r.kind == REC_CHANGED;
 		p.bytes += (unsigned long long)r.bytes;
 		p.files += (unsigned long long)r.files;
 		if (o->progress && util_now_ms() - last >= PROGRESS_MS) {
@@ -635,7 +664,7 @@ copy_files(const struct stage_opts *o, struct work *w, char *err, size_t errlen)
 		started++;
 	}
 	(void)close(p[1]);
-	rc = collect(o, p[0], err, errlen);
+	rc = collect(o, p[0], w, err, errlen);
 	(void)close(p[0]);
 	for (int k = 0; k < started; k++) {
 		int st;
@@ -673,6 +702,13 @@ struct set_ctx {
 	unsigned long long copy_bytes;
 	bool stale;                    /* entries to remove, directories or links to make */
 	bool loose;                    /* write bits to take away */
+	/* --stage-verify content: files the quick check keeps whose bytes differ */
+	bool verifying;                /* this look compares the bytes */
+	char **differ;
+	size_t ndiffer;
+	/* what the last PLAN said: a later look that differs says it again */
+	unsigned long long said[4];
+	size_t changed;                /* files that changed while they were copied */
 };
 
 static void
@@ -683,6 +719,16 @@ ctx_free(struct set_ctx *c)
 	free(c->copy);
 	c->copy = NULL;
 	c->ncopy = 0;
+}
+
+static void
+differ_free(struct set_ctx *c)
+{
+	for (size_t i = 0; i < c->ndiffer; i++)
+		free(c->differ[i]);
+	free(c->differ);
+	c->differ = NULL;
+	c->ndiffer = 0;
 }
 
 /* The source: a directory's tree, or one file under its own name. */
@@ -728,6 +774,78 @@ same_link(const struct set_ctx *c, const char *rel)
 	return na >= 0 && na == nb && memcmp(a, b, (size_t)na) == 0;
 }
 
+/* Up to LEN bytes of FD, fewer only at its end: how many, or -1. */
+static ssize_t
+read_full(int fd, char *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, buf + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* Whether the bytes of REL in the copy are the source's.  A file that cannot be read differs. */
+static bool
+same_content(const struct set_ctx *c, const char *rel)
+{
+	static char a[VERIFY_BUF], b[VERIFY_BUF];
+	char pa[PATH_MAX], pb[PATH_MAX];
+	int fa = -1, fb = -1;
+	bool same = false;
+
+	if (!join(pa, c->src_root, rel) || !join(pb, c->data, rel) ||
+	    (fa = open(pa, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    (fb = open(pb, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		goto out;
+	for (;;) {
+		ssize_t na = read_full(fa, a, sizeof(a)), nb = read_full(fb, b, sizeof(b));
+
+		if (na < 0 || na != nb || memcmp(a, b, (size_t)na) != 0)
+			break;
+		if (na < (ssize_t)sizeof(a)) {
+			same = true;
+			break;
+		}
+	}
+out:
+	if (fa >= 0)
+		(void)close(fa);
+	if (fb >= 0)
+		(void)close(fb);
+	return same;
+}
+
+/* A file the quick check keeps: whether its bytes are known, or now found, to differ. */
+static int
+differs(struct set_ctx *c, const char *rel)
+{
+	char **v, *d;
+
+	for (size_t i = 0; i < c->ndiffer; i++)
+		if (strcmp(c->differ[i], rel) == 0)
+			return 1;
+	if (!c->verifying || same_content(c, rel))
+		return 0;
+	v = realloc(c->differ, (c->ndiffer + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	c->differ = v;
+	if (!(d = strdup(rel)))
+		return -ENOMEM;
+	c->differ[c->ndiffer++] = d;
+	return 1;
+}
+
 /* Compare the copy with the source: what to copy, whether anything else differs. */
 static int
 compare(struct set_ctx *c)
@@ -750,7 +868,12 @@ compare(struct set_ctx *c)
 		const struct entry *s = &c->src.v[i], *l = tree_find(&c->local, s->rel);
 
 		if (s->type == 'f') {
-			if (!l || l->type != 'f' || l->size != s->size || l->mtime != s->mtime) {
+			int d = 1;
+
+			if (l && l->type == 'f' && l->size == s->size && l->mtime == s->mtime &&
+			    (d = differs(c, s->rel)) < 0)
+				return d;
+			if (d) {
 				c->copy[c->ncopy++] = s;
 				c->copy_bytes += (unsigned long long)s->size;
 			}
@@ -902,6 +1025,20 @@ write_manifest(const struct set_ctx *c)
 	free(text);
 }
 
+/* The file system is full: what this staging copied goes, and the message says so. */
+static int
+full(struct set_ctx *c, int rc, char *err, size_t errlen)
+{
+	char why[300];
+
+	snprintf(why, sizeof(why), "%s", err);
+	(void)remove_all(c->data);  /* the copy is incomplete anyway: give the room back */
+	snprintf(err, errlen, "%s: the file system of %s is full (%.200s): the partial copy was "
+	         "removed; free space there, or stage to another directory (--stage-dir, or "
+	         "vigil stage --dir)", c->set->name, c->o->dir, why);
+	return rc;
+}
+
 /* The copy, made to match the source (the exclusive lock is held). */
 static int
 update(struct set_ctx *c, char *err, size_t errlen)
@@ -915,13 +1052,16 @@ update(struct set_ctx *c, char *err, size_t errlen)
 		return rc;
 	open_up(c);
 	rc = reshape(c, err, errlen);
-	if (rc < 0)
-		return rc;
-	w.owner = calloc(w.n ? w.n : 1, sizeof(*w.owner));
-	if (!w.owner)
-		return -ENOMEM;
-	rc = copy_files(c->o, &w, err, errlen);
-	free(w.owner);
+	if (rc == 0) {
+		w.owner = calloc(w.n ? w.n : 1, sizeof(*w.owner));
+		if (!w.owner)
+			return -ENOMEM;
+		rc = copy_files(c->o, &w, err, errlen);
+		free(w.owner);
+	}
+	c->changed = w.changed;
+	if (rc == -ENOSPC || rc == -EDQUOT)
+		return full(c, rc, err, errlen);
 	return rc;
 }
 
@@ -992,6 +1132,54 @@ emit(const struct set_ctx *c, enum stage_event ev, bool reused)
 	c->o->progress(c->o->arg, &p);
 }
 
+/* The plan, when this look differs from what the last one said (ALWAYS: say it anyway). */
+static void
+plan(struct set_ctx *c, bool always)
+{
+	unsigned long long now[4] = { c->src.bytes, c->src.files, c->copy_bytes, c->ncopy };
+
+	if (!always && memcmp(now, c->said, sizeof(now)) == 0)
+		return;
+	memcpy(c->said, now, sizeof(now));
+	emit(c, STAGE_PLAN, false);
+}
+
+/*
+ * Copy, then look at both sides again, until a look finds nothing to do:
+ * a source that changed while it was copied (a file's size or times
+ * moved during its copy, or the tree differs afterwards) is copied again,
+ * COPY_ROUNDS times at most.  1 when done, or a negative errno with ERR.
+ */
+static int
+converge(struct set_ctx *c, bool *reused, char *err, size_t errlen)
+{
+	int rc;
+
+	*reused = c->ncopy == 0;
+	for (int round = 1;; round++) {
+		plan(c, false);
+		rc = update(c, err, errlen);
+		if (rc < 0)
+			return rc;
+		differ_free(c);  /* copied now */
+		rc = survey(c, err, errlen);
+		if (rc < 0)
+			return rc;
+		if (c->changed == 0 && c->ncopy == 0 && !c->stale)
+			break;
+		*reused = false;
+		if (round == COPY_ROUNDS) {
+			snprintf(err, errlen, "%s: the source %s changed while it was copied, %d times "
+			         "in a row: the copy would not be consistent; stage it once nothing "
+			         "writes to it (a snapshot, or after the writer ends)", c->set->name,
+			         c->norm, COPY_ROUNDS);
+			return -EAGAIN;
+		}
+	}
+	seal(c);
+	return 1;
+}
+
 /*
  * Under the shared lock: compare, and reuse the copy when it matches.
  * Otherwise the exclusive lock (never waited for: another job may train
@@ -1005,7 +1193,7 @@ try_once(struct set_ctx *c, int fd, bool *reused, char *err, size_t errlen)
 	if (rc < 0)
 		return rc;
 	if (c->ncopy == 0 && !c->stale) {
-		emit(c, STAGE_PLAN, false);
+		plan(c, false);
 		if (c->loose)
 			seal(c);
 		*reused = true;
@@ -1014,80 +1202,104 @@ try_once(struct set_ctx *c, int fd, bool *reused, char *err, size_t errlen)
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
 		return errno == EWOULDBLOCK ? 0 : -errno;
 	rc = survey(c, err, errlen);
-	if (rc < 0)
-		return rc;
-	emit(c, STAGE_PLAN, false);
-	rc = update(c, err, errlen);
-	if (rc < 0)
-		return rc;
-	seal(c);
-	*reused = c->ncopy == 0;
-	return 1;
+	return rc < 0 ? rc : converge(c, reused, err, errlen);
 }
 
+/* C's paths for SET, and its directory.  0 or a negative errno with ERR. */
 static int
-stage_one(const struct stage_opts *o, const struct stage_set *set, char *err, size_t errlen)
+ctx_init(struct set_ctx *c, const struct stage_opts *o, const struct stage_set *set, char *err,
+         size_t errlen)
 {
-	struct set_ctx c = { .o = o, .set = set };
 	char key[128];
-	bool reused = false;
-	int fd, rc = 0;
+	int rc;
 
+	c->o = o;
+	c->set = set;
 	if (stage_key(set->name, set->src, key, sizeof(key)) < 0 ||
-	    snprintf(c.keydir, sizeof(c.keydir), "%s/%s", o->dir, key) >= (int)sizeof(c.keydir) ||
-	    snprintf(c.data, sizeof(c.data), "%s/data", c.keydir) >= (int)sizeof(c.data)) {
+	    snprintf(c->keydir, sizeof(c->keydir), "%s/%s", o->dir, key) >= (int)sizeof(c->keydir) ||
+	    snprintf(c->data, sizeof(c->data), "%s/data", c->keydir) >= (int)sizeof(c->data)) {
 		snprintf(err, errlen, "%s: the staging directory's path is too long", set->name);
 		return -ENAMETOOLONG;
 	}
-	if (mkdir(c.keydir, 0700) < 0 && errno != EEXIST) {
+	if (mkdir(c->keydir, 0700) < 0 && errno != EEXIST) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: cannot make %s: %s", set->name, c.keydir, strerror(-rc));
+		snprintf(err, errlen, "%s: cannot make %s: %s", set->name, c->keydir, strerror(-rc));
 		return rc;
 	}
+	return 0;
+}
+
+/*
+ * Before anything is copied: what each set needs (its PLAN), so that the
+ * totals and the time left cover the whole staging from the start.  With
+ * --stage-verify content, the bytes of what the quick check keeps are
+ * compared here, once.  No lock: a look, which the staging repeats under
+ * the lock.
+ */
+static int
+plan_one(struct set_ctx *c, char *err, size_t errlen)
+{
+	int rc;
+
+	c->verifying = c->o->verify_content;
+	rc = survey(c, err, errlen);
+	c->verifying = false;
+	if (rc == 0)
+		plan(c, true);
+	ctx_free(c);  /* looked at again under the lock */
+	return rc;
+}
+
+static int
+stage_one(struct set_ctx *c, char *err, size_t errlen)
+{
+	bool reused = false;
+	int fd, rc = 0;
+
 	for (int i = 0; i < HOLD_TRIES && rc == 0; i++) {
-		fd = lock_copy(c.keydir, LOCK_SH);
+		fd = lock_copy(c->keydir, LOCK_SH);
 		if (fd < 0) {
-			snprintf(err, errlen, "%s: cannot lock %s: %s", set->name, c.keydir,
+			snprintf(err, errlen, "%s: cannot lock %s: %s", c->set->name, c->keydir,
 			         strerror(-fd));
-			ctx_free(&c);
 			return fd;
 		}
-		touch_used(c.keydir);
-		rc = try_once(&c, fd, &reused, err, errlen);
+		touch_used(c->keydir);
+		rc = try_once(c, fd, &reused, err, errlen);
 		(void)close(fd);
 	}
 	if (rc == 0) {
 		snprintf(err, errlen, "%s: the copy in %s differs from %s and another job on this "
-		         "node uses it: it cannot be updated now", set->name, c.keydir, c.norm);
+		         "node uses it: it cannot be updated now", c->set->name, c->keydir, c->norm);
 		rc = -EBUSY;
 	}
 	if (rc > 0) {
-		write_manifest(&c);
-		touch_used(c.keydir);
-		emit(&c, STAGE_READY, reused);
+		write_manifest(c);
+		touch_used(c->keydir);
+		emit(c, STAGE_READY, reused);
 		rc = 0;
 	}
-	ctx_free(&c);
 	return rc;
 }
 
-/* DIR, made private to us when missing; refused when someone else could change it. */
+/*
+ * DIR, made private to us when missing, with the directories above it
+ * (0700; each judged on the way down: a link of root's or ours is
+ * followed, another user's, or a directory another user could change,
+ * is not); refused when someone else could change it.
+ */
 static int
 own_dir(const char *dir, char *err, size_t errlen)
 {
+	struct safepath_dir d;
+	char why[600];
 	int rc;
 
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot make the staging directory %s: %s", dir, strerror(-rc));
-		return rc;
-	}
-	rc = util_dir_is_private(dir);
+	rc = safepath_dir_open(dir, SAFEPATH_FOLLOW | SAFEPATH_MKDIR | SAFEPATH_PARENTS |
+	                       SAFEPATH_OWN, 0700, &d, why, sizeof(why));
+	safepath_dir_close(&d);
 	if (rc < 0)
-		snprintf(err, errlen, "the staging directory %s is %s: use a directory of your own "
-		         "(stage.dir may hold %%u, the user)", dir,
-		         rc == -EPERM ? "owned by another user" : rc == -EACCES ?
-		         "writable by others" : rc == -ELOOP ? "a symbolic link" : strerror(-rc));
+		snprintf(err, errlen, "the staging directory is refused: %s: use a directory of your "
+		         "own (stage.dir may hold %%u, the user)", why);
 	return rc;
 }
 
@@ -1095,6 +1307,7 @@ int
 stage_run(const struct stage_opts *o, const struct stage_set *sets, size_t n, char *err,
           size_t errlen)
 {
+	struct set_ctx *c;
 	int rc = own_dir(o->dir, err, errlen);
 
 	if (rc < 0)
@@ -1103,8 +1316,22 @@ stage_run(const struct stage_opts *o, const struct stage_set *sets, size_t n, ch
 	rc = stage_clean(o->dir, o->retention_s, time(NULL), NULL, err, errlen);
 	if (rc < 0)
 		return rc;
+	c = calloc(n ? n : 1, sizeof(*c));
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = stage_one(o, &sets[i], err, errlen);
+		rc = ctx_init(&c[i], o, &sets[i], err, errlen);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = plan_one(&c[i], err, errlen);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = stage_one(&c[i], err, errlen);
+	for (size_t i = 0; i < n; i++) {
+		ctx_free(&c[i]);
+		differ_free(&c[i]);
+	}
+	free(c);
 	return rc;
 }
 

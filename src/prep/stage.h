@@ -18,8 +18,12 @@
  *
  * A copy already there is reused file by file: a file whose size and
  * modification time (to the second, rsync's quick check) match the
- * source's is kept, others are copied again, files the source no longer
- * has are removed.  Copies unused for the retention (7 days by default, as
+ * source's is kept (and, with stage_opts.verify_content, whose bytes
+ * match), others are copied again, files the source no longer has are
+ * removed.  Every set is compared first (its PLAN), then each is copied;
+ * a source that changes while it is copied is copied again, COPY_ROUNDS
+ * times at most, then refused.  A copy that fills its file system is
+ * removed.  Copies unused for the retention (7 days by default, as
  * the platform) are removed when a later staging or `vigil stage --clean`
  * runs, unless a job still holds them (the shared lock).  Staging is
  * refused when the copies still to make would fill the file system past
@@ -46,7 +50,9 @@ struct stage_set {
 };
 
 enum stage_event {
-	STAGE_PLAN,         /* a set was compared with its copy: its size, what to copy */
+	STAGE_PLAN,         /* a set was compared with its copy: its size, what to copy; every
+	                     * set's comes before anything is copied, and a set's again when
+	                     * a later look (under its lock) differs */
 	STAGE_COPIED,       /* bytes and files copied since the last COPIED */
 	STAGE_READY,        /* a set's copy is complete */
 };
@@ -65,6 +71,7 @@ struct stage_opts {
 	int jobs;                  /* files copied at once, 1..STAGE_JOBS_MAX */
 	double retention_s;        /* remove copies unused this long; <= 0: never */
 	double max_use_pct;        /* refuse past this use of the file system; <= 0: no limit */
+	bool verify_content;       /* a file the quick check keeps is compared byte for byte */
 	/* The size and free space (bytes) of the file system at PATH; NULL:
 	 * statvfs()'s.  A seam for tests.  0 or a negative errno. */
 	int (*fs_space)(const char *path, double *total, double *avail);
@@ -77,9 +84,12 @@ struct stage_opts {
  * Stage N sets into O->dir, one after the other, each with O->jobs
  * workers.  Expired copies are removed first.  Returns 0, or a negative
  * errno with one line for people in ERR: the source cannot be read, the
- * staging directory is not private to the caller (-EPERM, -EACCES,
+ * staging directory (made with its parents when missing) is not private
+ * to the caller or lies under another user's link (-EPERM, -EACCES,
  * -ELOOP), the copy would fill the file system past O->max_use_pct
- * (-ENOSPC, naming the need and the limit), a copy failed.
+ * (-ENOSPC, naming the need and the limit), the copy filled it (-ENOSPC
+ * or -EDQUOT: the partial copy removed), the source kept changing
+ * (-EAGAIN), a copy failed.
  */
 int stage_run(const struct stage_opts *o, const struct stage_set *sets, size_t n, char *err,
               size_t errlen);

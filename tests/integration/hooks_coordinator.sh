@@ -7,15 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 # vjob NP ARGS...: NP agents, each named for its rank, bounded.
-vjob() {
-	local np=$1 args=() i
-	shift
-	for ((i = 0; i < np; i++)); do
-		[ "$i" -eq 0 ] || args+=(:)
-		args+=(-np 1 env VIGIL_NODE_NAME="n$i" "$VIGIL" run "$@")
-	done
-	timeout -k 5 30 "${MPIRUN:-mpirun}" --oversubscribe --bind-to none "${args[@]}"
-}
+vjob() { local np=$1; shift; run_named "$np" 30 "$@"; }
 # ran OUT: "PHASE RANK" of each hook line, sorted, comma-separated.
 ran() { printf '%s\n' "$1" | sed -n 's/^\[hook \([a-z-]*\) n[0-9]*:\([0-9]*\)\] said .*/\1 \2/p' | sort | paste -sd, -; }
 

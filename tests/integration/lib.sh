@@ -111,6 +111,18 @@ if "${MPIRUN:-mpirun}" --version 2>&1 | grep -q HYDRA; then MPI_HYDRA=1; else MP
 if [ -n "$MPI_HYDRA" ]; then MPI_FLAGS=(); else MPI_FLAGS=(--oversubscribe --bind-to none); fi
 run_mpi() { timeout -k 5 "${MPI_LIMIT:-300}" "${MPIRUN:-mpirun}" "${MPI_FLAGS[@]}" "$@"; }
 
+# run_named NP SECONDS ARGS...: NP agents of `vigil run ARGS` under mpirun,
+# each named for its rank (VIGIL_NODE_NAME=nRANK), bounded by SECONDS.
+run_named() {
+	local np=$1 secs=$2 args=() i
+	shift 2
+	for ((i = 0; i < np; i++)); do
+		[ "$i" -eq 0 ] || args+=(:)
+		args+=(-np 1 env VIGIL_NODE_NAME="n$i" "$VIGIL" run "$@")
+	done
+	timeout -k 5 "$secs" "${MPIRUN:-mpirun}" --oversubscribe --bind-to none "${args[@]}"
+}
+
 # The simulated training shipped in contrib/examples.
 SIM="${TESTS_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}/../contrib/examples/train_sim.py"
 

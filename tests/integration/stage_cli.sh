@@ -1,12 +1,20 @@
 #!/bin/bash
 # `vigil stage` by itself: what a site runs to pre-stage data, and what
 # `vigil run --stage` runs on every node.  A copy, its reuse, the lines for
-# programs (--progress), the retention (--clean), bad input.
+# programs (--progress), the retention (--clean), bad input; every plan
+# before any copying, --verify content, missing parents of --dir, a
+# source that keeps changing, a disk that fills (root: a 1 MiB tmpfs).
 . "$(dirname "$0")/lib.sh"
 
 # bounded, as everything a test starts
 vstage() { timeout -k 5 60 "$VIGIL" stage "$@"; }
-cleanup_stage() { chmod -R u+w "$SCRATCH" 2>/dev/null; rm -rf "$SCRATCH"; }
+small="" writer=""
+cleanup_stage() {
+	[ -n "$writer" ] && kill "$writer" 2>/dev/null
+	[ -n "$small" ] && umount "$small" 2>/dev/null
+	chmod -R u+w "$SCRATCH" 2>/dev/null
+	rm -rf "$SCRATCH"
+}
 trap cleanup_stage EXIT
 
 SRC=$SCRATCH/data
@@ -52,6 +60,73 @@ mkdir -m 777 "$SCRATCH/open"
 chmod 777 "$SCRATCH/open"
 out=$(vstage --dir "$SCRATCH/open" ds="$SRC" 2>&1); rc=$?
 expect_eq "a directory others may write: refused" 84 "$rc"
-expect_match "a directory others may write: why" 'is writable by others: use a directory of your own' "$out"
+expect_match "a directory others may write: why" 'open is writable by others \(mode 0777\): use a directory of your own' "$out"
+
+out=$(vstage --dir "$D" --max-use 100 ds="$SRC" ds="$SRC/a" 2>&1); rc=$?
+expect_eq "a name twice: usage" 64 "$rc"
+expect_match "a name twice: why" "dataset ds given twice .*each dataset needs a name of its own" "$out"
+out=$(vstage --dir "$D" --verify bytes ds="$SRC" 2>&1); rc=$?
+expect_eq "bad --verify: usage" 64 "$rc"
+expect_match "bad --verify: the words" "--verify needs quick or content" "$out"
+
+# Missing parents of the staging directory are made, private to the user.
+out=$(vstage --dir "$SCRATCH/p/q/stage" --max-use 100 ds="$SRC" 2>&1); rc=$?
+expect_eq "missing parents: exit" 0 "$rc"
+expect_eq "missing parents: made private" 700 "$(stat -c %a "$SCRATCH/p")"
+
+# Two datasets: both plans come before anything is copied, so that the
+# totals (and the time left) cover the whole staging from the start.
+mkdir -p "$SCRATCH/two"
+head -c 5000 /dev/urandom >"$SCRATCH/two/z"
+out=$(vstage --dir "$D" --max-use 100 --progress one="$SRC" two="$SCRATCH/two" 2>&1); rc=$?
+expect_eq "two datasets: exit" 0 "$rc"
+expect_eq "two datasets: the plans first" "plan,plan" \
+	"$(printf '%s\n' "$out" | cut -d' ' -f1 | head -2 | paste -sd,)"
+expect_eq "two datasets: one plan each" 2 "$(printf '%s\n' "$out" | grep -c '^plan ')"
+
+# A same-size rewrite in the same second: the quick check keeps the old
+# copy, --verify content copies it again.
+copy=$(vstage --dir "$D" --max-use 100 two="$SCRATCH/two" | sed -n 's/^two: \([^ ]*\) .*/\1/p')
+t=$(stat -c %y "$SCRATCH/two/z")
+head -c 5000 /dev/urandom >"$SCRATCH/two/z"
+touch -d "$t" "$SCRATCH/two/z"
+out=$(vstage --dir "$D" --max-use 100 two="$SCRATCH/two" 2>&1)
+expect_match "same size, same second: reused" "^two: .*; reused\)" "$out"
+out=$(vstage --dir "$D" --max-use 100 --verify content two="$SCRATCH/two" 2>&1); rc=$?
+expect_eq "--verify content: exit" 0 "$rc"
+expect_match "--verify content: copied again" "^two: .*1 copied" "$out"
+expect_eq "--verify content: the new bytes" 0 "$(cmp -s "$SCRATCH/two/z" "$copy/z"; echo $?)"
+
+# A source something keeps writing to: copied again a few times, then
+# refused with the reason, never staged torn with 0.
+mkdir -p "$SCRATCH/busy"
+head -c 100000 /dev/urandom >"$SCRATCH/busy/data"
+( while :; do echo x >>"$SCRATCH/busy/log"; done ) &
+writer=$!
+out=$(vstage --dir "$D" --max-use 100 busy="$SCRATCH/busy" 2>&1); rc=$?
+kill "$writer"; wait "$writer" 2>/dev/null; writer=""
+expect_eq "a changing source: failure" 84 "$rc"
+expect_match "a changing source: why" "vigil stage: busy: the source .*/busy changed while it was copied, 3 times in a row" "$out"
+
+# A disk that fills during the copy: small files the size check counts by
+# their bytes, each taking a page of a 1 MiB tmpfs.  The partial copy is
+# removed, the message names the dataset and the fix.
+if [ "$(id -u)" = 0 ]; then
+	small=$SCRATCH/small
+	mkdir -p "$small" "$SCRATCH/many"
+	for i in $(seq 1 400); do printf '%0100d' "$i" >"$SCRATCH/many/f$i"; done
+	if timeout -k 5 20 mount -t tmpfs -o size=1m,mode=0700 tmpfs "$small"; then
+		out=$(vstage --dir "$small/stage" --max-use 100 many="$SCRATCH/many" 2>&1); rc=$?
+		expect_eq "disk full: unhealthy" 80 "$rc"
+		expect_match "disk full: the dataset and the fix" "vigil stage: many: the file system of $small/stage is full .*the partial copy was removed; free space there, or stage to another directory" "$out"
+		expect_eq "disk full: nothing left of the copy" "" "$(find "$small/stage" -path '*/data*' | head -3)"
+		expect_eq "disk full: the room given back" 1 "$(df -k --output=used "$small" | awk 'NR == 2 { print ($1 < 100) }')"
+		umount "$small" && small=""
+	else
+		fail "disk full: cannot mount a tmpfs"
+	fi
+else
+	echo "skip: disk full (needs root for a small tmpfs)"
+fi
 
 finish

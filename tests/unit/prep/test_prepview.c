@@ -82,8 +82,9 @@ test_silent_and_summary(void **state)
 	assert_true(prepview_complete(v));
 	assert_int_equal(prepview_expire(v, 40, 30), 0);  /* once */
 	assert_true(prepview_summary(v, line, sizeof(line)));
+	/* all of it copied: nothing was reused, and the line does not say so */
 	assert_string_equal(line, "staged on 1 node in 1.5 s: 3.0 MiB of data on each node, "
-	                    "3.0 MiB copied in all (the rest reused), 2.0 MiB/s");
+	                    "3.0 MiB copied in all, 2.0 MiB/s");
 	r = prepview_report(v);
 	assert_non_null(r);
 	nodes = cJSON_GetObjectItem(r, "nodes");
@@ -94,6 +95,78 @@ test_silent_and_summary(void **state)
 	assert_true(cJSON_GetObjectItem(r, "seconds")->valuedouble == 1.5);
 	assert_true(cJSON_GetObjectItem(r, "copied_bytes")->valuedouble == 3 * MiB);
 	cJSON_Delete(r);
+	prepview_free(v);
+}
+
+/* The summary says what was reused only when something was. */
+static void
+test_summary_reuse(void **state)
+{
+	struct prepview *v = prepview_new(2, 0);
+	struct msg_prep m = progress("n1", "done", 1 * MiB, 1 * MiB, 1);
+	char line[600];
+
+	(void)state;
+	m.data_bytes = 4 * MiB;  /* 3 MiB of its 4 were there already */
+	assert_int_equal(prepview_update(v, 0, &m, 1), 1);
+	m = progress("n2", "done", 4 * MiB, 4 * MiB, 2);
+	assert_int_equal(prepview_update(v, 1, &m, 2), 1);
+	assert_true(prepview_summary(v, line, sizeof(line)));
+	assert_string_equal(line, "staged on 2 nodes in 2.0 s: 4.0 MiB of data on each node, "
+	                    "5.0 MiB copied in all, 3.0 MiB reused, 2.5 MiB/s");
+	prepview_free(v);
+	/* every copy there already */
+	v = prepview_new(1, 0);
+	m = progress("n1", "done", 0, 0, 0.1);
+	m.data_bytes = 4 * MiB;
+	assert_int_equal(prepview_update(v, 0, &m, 1), 1);
+	assert_true(prepview_summary(v, line, sizeof(line)));
+	assert_string_equal(line, "staged on 1 node in 0.1 s: 4.0 MiB of data on each node, "
+	                    "nothing copied (every copy reused), 0 B/s");
+	prepview_free(v);
+}
+
+/*
+ * One large file, then many small ones: 97% of the bytes are copied in
+ * 10 s, and the 10,000 small files left take 6 s more at 0.6 ms each.
+ * The time left counts them, at the cost the copy so far taught.
+ */
+static void
+test_eta_small_files(void **state)
+{
+	struct prepview *v = prepview_new(1, 0);
+	double total = 1000 * MiB, files = 10001, b = 0, f = 0, t = 0;
+	struct msg_prep m;
+	char line[600], *left;
+	double s;
+
+	(void)state;
+	/* the large file, 970 MiB in 10 s (reported every 0.5 s, counted as a file at its end) */
+	for (int i = 1; i <= 20; i++) {
+		b = 970 * MiB * i / 20;
+		f = i == 20 ? 1 : 0;
+		t = 0.5 * i;
+		m = progress("n1", "staging", b, total, t);
+		m.copied_files = f;
+		m.copy_files = files;
+		assert_int_equal(prepview_update(v, 0, &m, t), 0);
+	}
+	/* two intervals of small files: 833 files of 3 KiB each 0.5 s */
+	for (int i = 1; i <= 2; i++) {
+		b += 833 * 3072.0;
+		f += 833;
+		t += 0.5;
+		m = progress("n1", "staging", b, total, t);
+		m.copied_files = f;
+		m.copy_files = files;
+		assert_int_equal(prepview_update(v, 0, &m, t), 0);
+	}
+	assert_true(prepview_line(v, t, line, sizeof(line)));
+	left = strstr(line, "about ");
+	assert_non_null(left);
+	s = atof(left + 6);
+	/* 8,334 files at ~0.585 ms and 25 MiB at ~97 MiB/s: ~5.1 s (bytes alone: 0.3 s) */
+	assert_true(s >= 4.5 && s <= 5.5);
 	prepview_free(v);
 }
 
@@ -120,6 +193,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_line_and_eta),
 		cmocka_unit_test(test_silent_and_summary),
+		cmocka_unit_test(test_summary_reuse),
+		cmocka_unit_test(test_eta_small_files),
 		cmocka_unit_test(test_nothing_staged),
 	};
 

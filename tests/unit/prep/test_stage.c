@@ -29,6 +29,8 @@ struct fixture {
 	int plans, readies;
 	bool reused;
 	char path[512];
+	char events[64];     /* P plan, C copied, R ready, in order (the first 63) */
+	int mutate;          /* at a COPIED event: 0 nothing, 1 change the source once, 2 always */
 };
 
 static int
@@ -100,7 +102,17 @@ static void
 on_progress(void *arg, const struct stage_progress *p)
 {
 	struct fixture *f = arg;
+	size_t n = strlen(f->events);
 
+	if (n + 1 < sizeof(f->events))
+		f->events[n] = "PCR"[p->event];
+	/* a writer at work in the source while it is copied */
+	if (p->event == STAGE_COPIED && f->mutate) {
+		static int grow = 1;
+
+		write_file(f->src, "f00", 1000 + (size_t)grow++, 5);
+		f->mutate = f->mutate == 1 ? 0 : 2;
+	}
 	switch (p->event) {
 	case STAGE_PLAN:
 		f->plans++;
@@ -132,6 +144,7 @@ run(struct fixture *f, int jobs, double max_use, char *err, size_t errlen)
 	struct stage_set set = { .name = "ds", .src = f->src };
 
 	f->plans = f->readies = 0;
+	memset(f->events, 0, sizeof(f->events));
 	return stage_run(&o, &set, 1, err, errlen);
 }
 
@@ -427,6 +440,118 @@ test_missing_source(void **state)
 	assert_non_null(strstr(err, f->src));
 }
 
+/* Every set's plan comes before any copying: the totals cover the whole staging. */
+static void
+test_plans_first(void **state)
+{
+	struct fixture *f = *state;
+	struct stage_opts o = { .dir = f->stage, .jobs = 2, .progress = on_progress, .arg = f };
+	struct stage_set sets[2] = { { .name = "one", .src = f->src }, { .name = "two" } };
+	char err[512] = "", two[300];
+
+	make_source(f);
+	snprintf(two, sizeof(two), "%s/two", f->dir);
+	assert_int_equal(mkdir(two, 0755), 0);
+	write_file(two, "x", 5000, 2);
+	sets[1].src = two;
+	assert_int_equal(stage_run(&o, sets, 2, err, sizeof(err)), 0);
+	/* plan, plan, then each set's copy and ready; no plan said twice */
+	assert_int_equal(strncmp(f->events, "PP", 2), 0);
+	assert_null(strchr(f->events + 2, 'P'));
+	assert_int_equal(f->readies, 2);
+}
+
+/* A source that changes while it is copied is copied again until it holds still. */
+static void
+test_source_changes(void **state)
+{
+	struct fixture *f = *state;
+	char err[512] = "";
+
+	make_source(f);
+	f->mutate = 1;  /* once: the second round finds it still */
+	assert_int_equal(run(f, 2, 0, err, sizeof(err)), 0);
+	assert_same(f);
+	assert_sealed(f);
+	assert_false(f->reused);
+	/* always: refused after a bounded number of rounds, with the reason */
+	write_file(f->src, "f01", 1234, 9);
+	f->mutate = 2;
+	assert_int_equal(run(f, 2, 0, err, sizeof(err)), -EAGAIN);
+	f->mutate = 0;
+	assert_non_null(strstr(err, "ds: the source"));
+	assert_non_null(strstr(err, "changed while it was copied, 3 times in a row"));
+	assert_int_equal(f->readies, 0);
+}
+
+/* A same-size rewrite within the same second: the quick check keeps the
+ * old copy; --stage-verify content finds it and copies it again. */
+static void
+test_verify_content(void **state)
+{
+	struct fixture *f = *state;
+	struct stage_opts o = { .dir = f->stage, .jobs = 2, .progress = on_progress, .arg = f };
+	struct stage_set set = { .name = "ds", .src = f->src };
+	char err[512] = "", p[600], cmd[1400];
+	struct stat st;
+	struct timespec t[2];
+
+	make_source(f);
+	assert_int_equal(run(f, 2, 0, err, sizeof(err)), 0);
+	snprintf(p, sizeof(p), "%s/f03", f->src);
+	assert_int_equal(stat(p, &st), 0);
+	write_file(f->src, "f03", 4000, 77);  /* the same size, other bytes */
+	t[0] = st.st_atim;
+	t[1] = st.st_mtim;
+	assert_int_equal(utimensat(AT_FDCWD, p, t, 0), 0);
+	assert_int_equal(run(f, 2, 0, err, sizeof(err)), 0);
+	assert_true(f->reused);  /* rsync's quick check: not seen */
+	snprintf(cmd, sizeof(cmd), "cmp -s '%s' '%s/f03'", p, f->path);
+	assert_int_not_equal(system(cmd), 0);
+	o.verify_content = true;
+	memset(f->events, 0, sizeof(f->events));
+	assert_int_equal(stage_run(&o, &set, 1, err, sizeof(err)), 0);
+	assert_false(f->reused);
+	assert_int_equal(f->copy_files, 1);
+	assert_true(f->copy_bytes == 4000);
+	assert_string_equal(f->events, "PCR");  /* compared once, before the plan */
+	assert_same(f);
+	assert_sealed(f);
+	/* again: the bytes agree, nothing to copy */
+	assert_int_equal(stage_run(&o, &set, 1, err, sizeof(err)), 0);
+	assert_true(f->reused);
+}
+
+/* The staging directory's missing parents are made, private; a link
+ * another user owns on the way is not followed. */
+static void
+test_parents(void **state)
+{
+	struct fixture *f = *state;
+	char err[512] = "", p[400], real[300];
+	struct stat st;
+
+	make_source(f);
+	snprintf(f->stage, sizeof(f->stage), "%s/a/b/stage", f->dir);
+	assert_int_equal(run(f, 2, 0, err, sizeof(err)), 0);
+	assert_same(f);
+	snprintf(p, sizeof(p), "%s/a", f->dir);
+	assert_int_equal(lstat(p, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	if (geteuid() != 0)
+		return;  /* only root can give a link to another user */
+	snprintf(real, sizeof(real), "%s/real", f->dir);
+	assert_int_equal(mkdir(real, 0755), 0);
+	snprintf(p, sizeof(p), "%s/theirs", f->dir);
+	assert_int_equal(symlink(real, p), 0);
+	assert_int_equal(lchown(p, 65534, 65534), 0);
+	snprintf(f->stage, sizeof(f->stage), "%s/theirs/stage", f->dir);
+	assert_int_equal(run(f, 2, 0, err, sizeof(err)), -ELOOP);
+	assert_non_null(strstr(err, "symbolic link"));
+	snprintf(p, sizeof(p), "%s/stage", real);
+	assert_int_equal(lstat(p, &st), -1);
+}
+
 int
 main(void)
 {
@@ -442,6 +567,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_busy_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_private_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_source, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_plans_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_source_changes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_verify_content, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_parents, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
