@@ -83,7 +83,8 @@ rm -rf build-mpich && mkdir build-mpich && cd build-mpich
 ../configure --enable-werror MPICC=mpicc.mpich
 make -j"$jobs"
 make -j"$jobs" check MPIRUN=mpiexec.hydra TESTS="tests/integration/mpich.sh
-	tests/integration/run_single.sh tests/integration/check_single.sh" \
+	tests/integration/run_single.sh tests/integration/check_single.sh
+	tests/integration/batch_usage.sh" \
 	|| { show_logs .; exit 1; }
 no_skips .
 cd "$top"
