@@ -84,7 +84,7 @@ rm -rf build-mpich && mkdir build-mpich && cd build-mpich
 make -j"$jobs"
 make -j"$jobs" check MPIRUN=mpiexec.hydra TESTS="tests/integration/mpich.sh
 	tests/integration/run_single.sh tests/integration/check_single.sh
-	tests/integration/check_mpirun.sh" \
+	tests/integration/check_mpirun.sh tests/integration/batch_usage.sh" \
 	|| { show_logs .; exit 1; }
 no_skips .
 cd "$top"

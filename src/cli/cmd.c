@@ -5,10 +5,12 @@
 #include "autoconf.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vigil.h"
@@ -28,6 +30,107 @@ cmd_usage_error(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\nTry `vigil %s --help'.\n", cmd);
 	return VIGIL_EXIT_USAGE;
+}
+
+bool
+cmd_speaks(void)
+{
+	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK" };
+
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i]);
+
+		if (v && *v)
+			return strcmp(v, "0") == 0;
+	}
+	return true;
+}
+
+/*
+ * A rank that does not speak, before it says an error the first rank
+ * should have said: whether the launcher ended the job within
+ * CMD_QUIET_WAIT_MS (mpirun sends SIGTERM to the others once one rank
+ * exits with a failure; SIGINT and SIGHUP count too).  Waiting first
+ * means that this rank leaving cannot make the launcher kill the first
+ * one before it has printed its message.
+ */
+static bool
+ended_by_launcher(void)
+{
+	struct timespec now, end, left;
+	sigset_t set, old;
+	int sig = -1;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, &old) < 0 ||
+	    clock_gettime(CLOCK_MONOTONIC, &end) < 0)
+		return false;
+	end.tv_sec += CMD_QUIET_WAIT_MS / 1000;
+	end.tv_nsec += (CMD_QUIET_WAIT_MS % 1000) * 1000000L;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	while (sig < 0 && clock_gettime(CLOCK_MONOTONIC, &now) == 0) {
+		left.tv_sec = end.tv_sec - now.tv_sec;
+		left.tv_nsec = end.tv_nsec - now.tv_nsec;
+		if (left.tv_nsec < 0) {
+			left.tv_sec--;
+			left.tv_nsec += 1000000000L;
+		}
+		if (left.tv_sec < 0)
+			break;
+		sig = sigtimedwait(&set, NULL, &left);
+		if (sig < 0 && errno != EINTR)
+			break;  /* EAGAIN: the time is up */
+	}
+	/* Ended: the mask stays, as the process is leaving, so that the
+	 * launcher's next signal (to the group, or once more) does not turn
+	 * its status into 128+N. */
+	if (sig <= 0)
+		(void)sigprocmask(SIG_SETMASK, &old, NULL);
+	return sig > 0;
+}
+
+/* The two kinds of error below: MESSAGE from every speaker; from another
+ * rank, after the wait, only when it is THIS_NODE's own. */
+static int
+say_once(const char *cmd, bool this_node, const char *fmt, va_list ap)
+{
+	char msg[2048];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (!cmd_speaks() && (ended_by_launcher() || !this_node))
+		return VIGIL_EXIT_USAGE;
+	fprintf(stderr, "vigil %s: %s\n", cmd, msg);
+	return VIGIL_EXIT_USAGE;
+}
+
+int
+cmd_job_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = say_once(cmd, false, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+cmd_node_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = say_once(cmd, true, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 /* NAME for a message on one line: control characters shown as '?', cut. */

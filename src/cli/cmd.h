@@ -36,6 +36,40 @@ int cmd_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /*
+ * Whether this agent says what every agent would: the first rank under
+ * an MPI launcher (OMPI_COMM_WORLD_RANK, PMIX_RANK or PMI_RANK 0), or an
+ * agent started alone.  Warnings about the options are the same on every
+ * node: one line for the job, not one per node.
+ */
+bool cmd_speaks(void);
+
+/* How long a rank that does not speak waits for the launcher to end it
+ * before it leaves with an error the first rank should have said. */
+#define CMD_QUIET_WAIT_MS 3000
+
+/*
+ * "vigil CMD: MESSAGE" for a usage error every agent of the job meets
+ * alike, from the same options or the same batch file's text: said once,
+ * by the agent that speaks (cmd_speaks()).  Another says nothing; it
+ * waits up to CMD_QUIET_WAIT_MS first, for the launcher to end it, so
+ * that its leaving cannot make the launcher kill the first rank before
+ * that one has said it (mpirun ends the others with SIGTERM once one
+ * rank exits with a failure).  Every agent returns VIGIL_EXIT_USAGE.
+ */
+int cmd_job_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * As cmd_job_error(), for an error that may be this node's own (the
+ * batch file unreadable here, a directory missing here): a rank that
+ * does not speak, still running after the wait, says it too, as the
+ * first rank may not have met it.  Under mpirun, which ends the job once
+ * the first rank fails, the message comes once either way.
+ */
+int cmd_node_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
  * This node's name, from VIGIL_NODE_NAME or else the hostname, into BUF.
  * Names go into hostfiles, messages and events, so one that is not a
  * valid host name (a newline, blanks, "evil slots=128") is refused:

@@ -59,30 +59,11 @@ struct run_cli {
 	struct batch_task task;    /* --batch: this run's sub-task */
 };
 
-/*
- * Whether this agent says what every agent would: warnings about the
- * options are the same on every node, so only the first rank (or an agent
- * started alone) prints them, not one line per node.
- */
-static bool
-speaks(void)
-{
-	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK" };
-
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		const char *v = getenv(vars[i]);
-
-		if (v && *v)
-			return strcmp(v, "0") == 0;
-	}
-	return true;
-}
-
 static void
 warn(void *arg, const char *msg)
 {
 	(void)arg;
-	if (speaks())
+	if (cmd_speaks())
 		fprintf(stderr, "vigil run: warning: %s\n", msg);
 }
 
@@ -305,7 +286,7 @@ parse_args(int argc, char **argv, struct run_cli *c)
 	if (optind >= argc && !c->o->batch)
 		return cmd_usage_error("run", "no command: give it after --, e.g. vigil run -- python3 train.py");
 	if (optind < argc && c->o->batch)
-		return cmd_usage_error("run", "--batch %s gives each sub-task's command: nothing may "
+		return cmd_job_error("run", "--batch %s gives each sub-task's command: nothing may "
 		                       "follow the options", c->o->batch);
 	return 0;
 }
@@ -371,7 +352,7 @@ show_settings(const struct run_cli *c)
 	const char *file = c->cfg->origin ? c->cfg->origin : "the configuration";
 	char v[256], key[64];
 
-	if (!c->o->verbose || !speaks())
+	if (!c->o->verbose || !cmd_speaks())
 		return;
 	for (size_t i = 0; i < opts_run_count; i++) {
 		const struct opts_run *opt = &opts_run_table[i];
@@ -427,19 +408,27 @@ settle(struct run_cli *c)
 	return 0;
 }
 
-/* --batch: this run's sub-task, its working directory and output. */
+/*
+ * --batch: this run's sub-task, its working directory and output.  Every
+ * agent reads the same file with the same index: what is wrong with its
+ * text is said once for the job, what is wrong on a node by that node
+ * (cmd.h).
+ */
 static int
 take_batch(struct run_cli *c)
 {
 	char err[600];
-	int index;
+	int index, rc;
 
 	if (batch_index(c->o->batch_index, &index, err, sizeof(err)) < 0)
-		return cmd_usage_error("run", "%s", err);
-	if (batch_load(c->o->batch, index, c->o->output_dir, &c->task, err, sizeof(err)) < 0) {
-		fprintf(stderr, "vigil run: %s\n", err);
-		return VIGIL_EXIT_USAGE;
-	}
+		return cmd_job_error("run", "%s", err);
+	rc = batch_load(c->o->batch, index, c->o->output_dir, &c->task, err, sizeof(err));
+	if (rc == -EINVAL)
+		return cmd_job_error("run", "%s", err);
+	if (rc < 0)
+		return cmd_node_error("run", "%s (on %s)", err, c->node);
+	if (batch_check_algorithm(&c->task, c->o->batch, c->node, err, sizeof(err)) < 0)
+		return cmd_node_error("run", "%s", err);
 	c->o->workdir = c->task.algorithm;
 	c->o->output_dir = c->task.output;
 	return 0;
@@ -467,10 +456,8 @@ platform_env(struct run_cli *c)
 		return VIGIL_EXIT_CONFIG;
 	}
 	if (c->o->output_dir && !c->o->dry_run &&
-	    batch_make_output(c->o->output_dir, err, sizeof(err)) < 0) {
-		fprintf(stderr, "vigil run: %s\n", err);
-		return VIGIL_EXIT_USAGE;
-	}
+	    batch_make_output(c->o->output_dir, err, sizeof(err)) < 0)
+		return cmd_node_error("run", "%s (on %s)", err, c->node);
 	if (batch_setenv(c->o->batch ? &c->task : NULL, c->o->output_dir) < 0) {
 		LOG_ERR("cannot set the batch's variables: out of memory");
 		return VIGIL_EXIT_INTERNAL;
@@ -490,6 +477,10 @@ run_parse(int argc, char **argv, struct run_cli *c)
 		return rc;
 	cargc = argc - optind;
 	cargv = argv + optind;
+	rc = cmd_node_name(c->node, sizeof(c->node));
+	if (rc != 0)
+		return rc;
+	c->o->node = c->node;
 	if (c->o->batch) {
 		rc = take_batch(c);
 		if (rc != 0)
@@ -498,13 +489,11 @@ run_parse(int argc, char **argv, struct run_cli *c)
 		cargv = c->task.argv;
 	}
 	if (cmdline_check(cargc, cargv, &c->o->cmd, err, sizeof(err)) < 0) {
+		if (c->o->batch)
+			return cmd_job_error("run", "%s: %s", c->o->batch, err);
 		fprintf(stderr, "vigil run: %s\n", err);
 		return VIGIL_EXIT_USAGE;
 	}
-	rc = cmd_node_name(c->node, sizeof(c->node));
-	if (rc != 0)
-		return rc;
-	c->o->node = c->node;
 	c->o->topology = c->f.topology;
 	rc = settle(c);
 	return rc != 0 ? rc : platform_env(c);

@@ -1278,29 +1278,29 @@ nul_escape(const char *buf, size_t len)
 	return len;
 }
 
-int
-config_load_buffer(struct config *cfg, const char *buf, size_t len,
-                   const char *origin, char *err, size_t errlen)
+/*
+ * BUF (LEN bytes) as a JSON object into *OUT (cJSON_Delete()), or a
+ * negative errno after the message: where the text goes wrong, by line
+ * and column, as an editor shows it.
+ */
+static int
+parse_text(struct parse *p, const char *buf, size_t len, cJSON **out)
 {
-	struct parse p = { .origin = origin ? origin : "config", .err = err, .errlen = errlen };
 	const char *stop = NULL, *nul;
 	cJSON *root = NULL;
 	char *copy = NULL;
 	size_t off;
-	int rc;
+	int rc = 0;
 
-	if (err && errlen)
-		err[0] = '\0';
-	if (len > CONFIG_MAX_BYTES)
-		return fail(&p, -EFBIG, "larger than %d bytes, refused", CONFIG_MAX_BYTES);
+	*out = NULL;
 	nul = memchr(buf, '\0', len);
 	if (nul)
-		return syntax_error(&p, buf, len, nul);
+		return syntax_error(p, buf, len, nul);
 	/* cJSON parses at most LEN bytes, but a terminated copy keeps every
 	 * version of it, and every string function, inside the buffer. */
 	copy = malloc(len + 1);
 	if (!copy)
-		return fail(&p, -ENOMEM, "out of memory");
+		return fail(p, -ENOMEM, "out of memory");
 	memcpy(copy, buf, len);
 	copy[len] = '\0';
 	/* The end pointer rather than cJSON_GetErrorPtr(): same offset, but
@@ -1311,27 +1311,53 @@ config_load_buffer(struct config *cfg, const char *buf, size_t len,
 		size_t line, col;
 
 		position(copy, off, &line, &col);
-		rc = fail(&p, -EINVAL, "line %zu, column %zu: nested too deeply (more than %d "
+		rc = fail(p, -EINVAL, "line %zu, column %zu: nested too deeply (more than %d "
 		          "levels of arrays and objects)", line, col, JSON_NESTING_LIMIT);
-		goto out;
-	}
-	if (!root) {
-		rc = syntax_error(&p, copy, len, stop);
-		goto out;
-	}
-	if (!cJSON_IsObject(root)) {
-		rc = type_error(&p, "an object at the top level", root);
-		goto out;
-	}
-	off = nul_escape(copy, len);
-	if (off < len) {
+	} else if (!root) {
+		rc = syntax_error(p, copy, len, stop);
+	} else if (!cJSON_IsObject(root)) {
+		rc = type_error(p, "an object at the top level", root);
+	} else if ((off = nul_escape(copy, len)) < len) {
 		size_t line, col;
 
 		position(copy, off, &line, &col);
-		rc = fail(&p, -EINVAL, "line %zu, column %zu: \\u0000 (a NUL character) in a "
+		rc = fail(p, -EINVAL, "line %zu, column %zu: \\u0000 (a NUL character) in a "
 		          "string: no key or value may hold one", line, col);
-		goto out;
 	}
+	free(copy);
+	if (rc < 0)
+		cJSON_Delete(root);
+	else
+		*out = root;
+	return rc;
+}
+
+int
+config_parse_json(const char *buf, size_t len, const char *origin, struct cJSON **out,
+                  char *err, size_t errlen)
+{
+	struct parse p = { .origin = origin ? origin : "input", .err = err, .errlen = errlen };
+
+	if (err && errlen)
+		err[0] = '\0';
+	return parse_text(&p, buf, len, out);
+}
+
+int
+config_load_buffer(struct config *cfg, const char *buf, size_t len,
+                   const char *origin, char *err, size_t errlen)
+{
+	struct parse p = { .origin = origin ? origin : "config", .err = err, .errlen = errlen };
+	cJSON *root = NULL;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (len > CONFIG_MAX_BYTES)
+		return fail(&p, -EFBIG, "larger than %d bytes, refused", CONFIG_MAX_BYTES);
+	rc = parse_text(&p, buf, len, &root);
+	if (rc < 0)
+		return rc;
 	free(cfg->origin);
 	cfg->origin = strdup(p.origin);
 	if (!cfg->origin) {
@@ -1341,7 +1367,6 @@ config_load_buffer(struct config *cfg, const char *buf, size_t len,
 	rc = parse_object(&p, root, top_keys, cfg);
 out:
 	cJSON_Delete(root);
-	free(copy);
 	return rc;
 }
 

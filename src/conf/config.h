@@ -28,6 +28,7 @@ struct config_path {
 };
 
 struct opts_run;
+struct cJSON;
 
 /* "hooks": the lifecycle scripts of `vigil run` (生命周期脚本), by phase. */
 enum config_hook_phase {
@@ -230,6 +231,16 @@ int config_load_file(struct config *cfg, const char *file, char *err, size_t err
 /* As config_load_file on a buffer (need not be NUL-terminated); ORIGIN names it in messages. */
 int config_load_buffer(struct config *cfg, const char *buf, size_t len,
                        const char *origin, char *err, size_t errlen);
+
+/*
+ * BUF (LEN bytes) as a JSON object, parsed as the configuration is, for
+ * another file a user writes (a batch file): 0 with *OUT (cJSON_Delete()),
+ * or -EINVAL (-ENOMEM) with one line in ERR naming ORIGIN and where the
+ * text goes wrong, e.g. "b.json: line 3, column 7: malformed JSON near
+ * \"]}\"", a document that is not an object, or a string holding \u0000.
+ */
+int config_parse_json(const char *buf, size_t len, const char *origin, struct cJSON **out,
+                      char *err, size_t errlen);
 
 /* Append to a string list (used by flags such as --nic); returns 0 or -ENOMEM. */
 int config_list_add(char ***list, size_t *n, const char *value);

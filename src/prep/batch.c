@@ -14,15 +14,17 @@
 
 #include <cJSON.h>
 
+#include "conf/config.h"
 #include "conf/opts.h"
 #include "lib/json.h"
 #include "lib/safepath.h"
 #include "lib/util.h"
 #include "prep/batch.h"
 
-/* The whole file, NUL-terminated; NULL with errno (EFBIG when too large). */
+/* The whole file, NUL-terminated, its length in *LEN; NULL with errno
+ * (EFBIG when too large, EISDIR or ENODEV when not a regular file). */
 static char *
-slurp(const char *file)
+slurp(const char *file, size_t *lenp)
 {
 	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
@@ -35,8 +37,9 @@ slurp(const char *file)
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > BATCH_FILE_MAX) {
 		int e = errno;
 
+		/* not -EINVAL, which is for what the text says */
 		if (fstat(fd, &st) == 0)
-			e = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+			e = S_ISREG(st.st_mode) ? EFBIG : S_ISDIR(st.st_mode) ? EISDIR : ENODEV;
 		(void)close(fd);
 		errno = e;
 		return NULL;
@@ -48,6 +51,7 @@ slurp(const char *file)
 	(void)close(fd);  /* read-only */
 	if (buf)
 		buf[len] = '\0';
+	*lenp = len;
 	return buf;
 }
 
@@ -72,6 +76,81 @@ default_name(const char *file)
 	if (name && (dot = strrchr(name, '.')) && dot != name)
 		*dot = '\0';
 	return name;
+}
+
+/* Keep a message on one line whatever the file's keys and names hold. */
+static void
+one_line(char *msg)
+{
+	for (char *c = msg; *c; c++) {
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	}
+}
+
+/* The keys a batch file knows, at its top and in each task. */
+static const char *const top_keys[] = { "name", "output", "tasks", NULL };
+static const char *const task_keys[] = { "command", "algorithm", NULL };
+
+/* Whether KEY is one of KEYS. */
+static int
+known(const char *key, const char *const *keys)
+{
+	for (; *keys; keys++) {
+		if (strcmp(key, *keys) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* "FILE: KEY: unknown key (valid: A, B)"; -EINVAL. */
+static int
+unknown_key(const char *file, const char *where, const char *key, const char *const *keys,
+            char *err, size_t errlen)
+{
+	char valid[128];
+	size_t o = 0;
+
+	valid[0] = '\0';
+	for (; *keys && o < sizeof(valid); keys++) {
+		int n = snprintf(valid + o, sizeof(valid) - o, "%s%s", o ? ", " : "", *keys);
+
+		if (n < 0)
+			break;
+		o += (size_t)n;
+	}
+	snprintf(err, errlen, "%s: %s%.80s: unknown key (valid: %s)", file, where, key, valid);
+	return -EINVAL;
+}
+
+/*
+ * Refuse a key the batch file does not know, in any task: a misspelt
+ * "output" or "algorithm" would otherwise run the task elsewhere, its
+ * outputs nowhere, and every sub-task of the array should refuse it
+ * alike.  0 or -EINVAL with ERR.
+ */
+static int
+check_keys(const cJSON *doc, const char *file, char *err, size_t errlen)
+{
+	const cJSON *tasks = cJSON_GetObjectItemCaseSensitive(doc, "tasks"), *m, *task, *in;
+	char where[32];
+	int i = 0;
+
+	cJSON_ArrayForEach(m, doc) {
+		if (!known(m->string, top_keys))
+			return unknown_key(file, "", m->string, top_keys, err, errlen);
+	}
+	if (!cJSON_IsArray(tasks))
+		return 0;  /* said by take_task() */
+	cJSON_ArrayForEach(task, tasks) {
+		snprintf(where, sizeof(where), "tasks[%d].", i++);
+		in = cJSON_IsObject(task) ? task : NULL;
+		cJSON_ArrayForEach(m, in) {
+			if (!known(m->string, task_keys))
+				return unknown_key(file, where, m->string, task_keys, err, errlen);
+		}
+	}
+	return 0;
 }
 
 static int
@@ -156,11 +235,18 @@ take_names(const cJSON *doc, const char *file, const char *output, struct batch_
 	}
 	if (output)
 		out = output;
-	if (out && out[0] != '/') {
+	if (!out) {
+		/* the training would write to an empty $VIGIL_OUTPUT_DIR: "/" */
+		snprintf(err, errlen, "%s: no output directory for the sub-tasks: give \"output\" "
+		         "in the file or --output-dir DIR (sub-task N writes to OUTPUT/%s-N, in "
+		         "VIGIL_OUTPUT_DIR)", file, t->name);
+		return -EINVAL;
+	}
+	if (out[0] != '/') {
 		snprintf(err, errlen, "%s: the output path %s must be absolute", file, out);
 		return -EINVAL;
 	}
-	if (out && asprintf(&t->output, "%s/%s-%d", out, t->name, t->index) < 0) {
+	if (asprintf(&t->output, "%s/%s-%d", out, t->name, t->index) < 0) {
 		t->output = NULL;
 		return -ENOMEM;
 	}
@@ -172,40 +258,64 @@ batch_load(const char *file, int index, const char *output, struct batch_task *t
            size_t errlen)
 {
 	char *text;
-	cJSON *doc;
+	cJSON *doc = NULL;
+	size_t len = 0;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
 	t->index = index;
-	text = slurp(file);
+	text = slurp(file, &len);
 	if (!text) {
 		rc = -errno;
 		snprintf(err, errlen, "cannot read the batch file %s: %s", file,
-		         rc == -EFBIG ? "larger than 4 MiB" : rc == -EINVAL ? "not a regular file" :
-		         strerror(-rc));
+		         rc == -EFBIG ? "larger than 4 MiB" :
+		         rc == -EISDIR || rc == -ENODEV ? "not a regular file" : strerror(-rc));
 		return rc;
 	}
-	doc = cJSON_Parse(text);
-	if (!cJSON_IsObject(doc)) {
-		if (!doc && json_too_deep(text, strlen(text)) < strlen(text))
-			snprintf(err, errlen, "%s: nested too deeply (more than %d levels of arrays "
-			         "and objects)", file, JSON_NESTING_LIMIT);
-		else
-			snprintf(err, errlen, "%s: not a JSON object (see --batch in vigil(1))",
-			         file);
-		free(text);
-		cJSON_Delete(doc);
-		return -EINVAL;
-	}
+	/* the configuration's parser: a mistake is named by line and column */
+	rc = config_parse_json(text, len, file, &doc, err, errlen);
 	free(text);
-	rc = take_task(doc, file, t, err, errlen);
+	if (rc == 0)
+		rc = check_keys(doc, file, err, errlen);
+	if (rc == 0)
+		rc = take_task(doc, file, t, err, errlen);
 	if (rc == 0)
 		rc = take_names(doc, file, output, t, err, errlen);
 	cJSON_Delete(doc);
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
-	if (rc < 0)
+	if (rc < 0) {
+		one_line(err);
 		batch_task_free(t);
+	}
+	return rc;
+}
+
+int
+batch_check_algorithm(const struct batch_task *t, const char *file, const char *node, char *err,
+                      size_t errlen)
+{
+	struct stat st;
+	int rc = 0;
+
+	if (!t->algorithm)
+		return 0;
+	/* Checked before the launch: a chdir() failing in the child would
+	 * be reported as the command's own failure (127), naming no
+	 * directory. */
+	if (stat(t->algorithm, &st) < 0)
+		rc = -errno;
+	else if (!S_ISDIR(st.st_mode))
+		rc = -ENOTDIR;
+	else if (access(t->algorithm, X_OK) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: sub-task %d's algorithm directory %s on %s: %s "
+		         "(tasks[%d].algorithm, the command's working directory, must be a "
+		         "directory on every node)", file, t->index, t->algorithm, node,
+		         strerror(-rc), t->index);
+		one_line(err);
+	}
 	return rc;
 }
 

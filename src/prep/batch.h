@@ -8,11 +8,15 @@
  * The batch file (JSON):
  *
  *   {"name": "sweep",                      NAME; default: the file's name
- *    "output": "/shared/out/sweep",        OUTPUT; --output-dir overrides it
+ *    "output": "/shared/out/sweep",        OUTPUT; --output-dir overrides it;
+ *                                          one of the two is required
  *    "tasks": [
  *      {"command": ["python3", "train.py", "--lr", "0.1"],
  *       "algorithm": "/shared/algo/a"},    the working directory; optional
  *      {"command": ["python3", "train.py", "--lr", "0.01"]}]}
+ *
+ * No other key is accepted, at the top or in a task: a misspelt one
+ * would run the task elsewhere, its outputs nowhere.
  *
  * The sub-task is the batch's INDEX-th (from 0): --batch-index, or on a
  * Slurm cluster the job array's SLURM_ARRAY_TASK_ID (sbatch --array=0-1).
@@ -31,17 +35,33 @@ struct batch_task {
 	char **argv;           /* its command, NULL-terminated */
 	int argc;
 	char *algorithm;       /* its working directory; NULL: the agent's */
-	char *output;          /* OUTPUT/NAME-INDEX; NULL when no output path is known */
+	char *output;          /* OUTPUT/NAME-INDEX */
 };
 
 /*
  * The INDEX-th sub-task of FILE; OUTPUT (may be NULL) replaces the file's
- * output path.  Returns 0 with *T filled (batch_task_free()), or -EINVAL
- * (-ENOENT, ...) with one line in ERR naming the file and what is wrong:
- * not JSON, a task without a command, an index past the last task.
+ * output path.  Returns 0 with *T filled (batch_task_free()), or a
+ * negative errno with one line in ERR naming the file and what is wrong.
+ * -EINVAL is for what the file says, the same wherever it is read; any
+ * other (-ENOENT, -EACCES, -EFBIG, -EISDIR, -ENODEV, -ENOMEM) for this
+ * node's reading of it.  What the file may say wrong:
+ * not JSON (by line and column, as the configuration's parser says it),
+ * a key it does not know (with those it does), a task without a command,
+ * an index past the last task, no output directory in the file nor in
+ * OUTPUT.
  */
 int batch_load(const char *file, int index, const char *output, struct batch_task *t,
                char *err, size_t errlen);
+
+/*
+ * T's algorithm directory, if it has one, on this node (NODE, for the
+ * message): 0 when it is a directory the agent can enter, else a negative
+ * errno (-ENOENT, -ENOTDIR, -EACCES) with one line in ERR naming FILE,
+ * the sub-task, the directory and the node.  Checked before the launch, so that a missing directory
+ * is not mistaken for a missing command.
+ */
+int batch_check_algorithm(const struct batch_task *t, const char *file, const char *node,
+                          char *err, size_t errlen);
 
 /*
  * The sub-task's index: OPT (>= 0, --batch-index), else the job array's

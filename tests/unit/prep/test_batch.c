@@ -84,19 +84,101 @@ test_tasks(void **state)
 	assert_null(t.algorithm);
 	assert_string_equal(t.output, "/mine/sweep-1");
 	batch_task_free(&t);
-	/* a name of its own, no output anywhere */
+	/* a name of its own, the output only on the command line */
 	put(f, "{\"name\": \"lr-sweep\", \"tasks\": [{\"command\": [\"true\"]}]}");
-	assert_int_equal(batch_load(f->file, 0, NULL, &t, err, sizeof(err)), 0);
+	assert_int_equal(batch_load(f->file, 0, "/mine", &t, err, sizeof(err)), 0);
 	assert_string_equal(t.name, "lr-sweep");
-	assert_null(t.output);
+	assert_string_equal(t.output, "/mine/lr-sweep-0");
 	batch_task_free(&t);
+	/* no output anywhere: refused, not a training writing to "/" */
+	assert_int_equal(batch_load(f->file, 0, NULL, &t, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "sweep.json: no output directory for the sub-tasks: give "
+	                            "\"output\" in the file or --output-dir DIR (sub-task N "
+	                            "writes to OUTPUT/lr-sweep-N"));
+	assert_null(t.argv);
+	assert_null(t.output);
+}
+
+/* A broken file is named by line and column, as the configuration is. */
+static void
+test_syntax(void **state)
+{
+	struct fixture *f = *state;
+	struct batch_task t;
+	char err[300];
+
+	put(f, "{\"output\": \"/o\", \"tasks\": [\n"
+	       "  {\"command\": [\"true\"]},\n"
+	       "  {\"command\": [\"true\"] \"algorithm\": \"/a\"}]}\n");
+	assert_int_equal(batch_load(f->file, 0, NULL, &t, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "sweep.json: line 3, column 24: malformed JSON near "
+	                            "\"\\\"algorithm\\\""));
+	/* cut short */
+	put(f, "{\"output\": \"/o\",\n \"tasks\": [{\"command\": [\"true\"]}\n");
+	assert_int_equal(batch_load(f->file, 0, NULL, &t, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "sweep.json: line 2, column"));
+	assert_non_null(strstr(err, "(end of input)"));
+	/* a NUL in a string would cut it short: refused */
+	put(f, "{\"output\": \"/o\", \"tasks\": [{\"command\": [\"tr\\u0000ue\"]}]}");
+	assert_int_equal(batch_load(f->file, 0, NULL, &t, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "line 1, column 44: \\u0000 (a NUL character)"));
+}
+
+/* A key the file does not know is refused, with those it knows, in any task. */
+static void
+test_unknown_keys(void **state)
+{
+	struct fixture *f = *state;
+	struct batch_task t;
+	char err[300];
+
+	put(f, "{\"outptu\": \"/o\", \"tasks\": [{\"command\": [\"true\"]}]}");
+	assert_int_equal(batch_load(f->file, 0, "/mine", &t, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "/sweep.json: outptu: unknown key (valid: name, output, "
+	                            "tasks)"));
+	put(f, "{\"output\": \"/o\", \"tasks\": [{\"command\": [\"true\"]},"
+	       "{\"command\": [\"true\"], \"algoritm\": \"/a\"}]}");
+	/* sub-task 0 refuses sub-task 1's typo too: the array fails alike */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(batch_load(f->file, i, NULL, &t, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "sweep.json: tasks[1].algoritm: unknown key (valid: "
+		                            "command, algorithm)"));
+		assert_null(t.argv);
+	}
+	/* a key's control characters do not break the line */
+	put(f, "{\"out\\nput\": \"/o\", \"tasks\": [{\"command\": [\"true\"]}]}");
+	assert_int_equal(batch_load(f->file, 0, NULL, &t, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "out?put: unknown key"));
+}
+
+/* The algorithm directory, checked on the node before the launch. */
+static void
+test_algorithm(void **state)
+{
+	struct fixture *f = *state;
+	struct batch_task t = { .index = 1 };
+	char dir[300], err[400];
+
+	assert_int_equal(batch_check_algorithm(&t, "b.json", "n1", err, sizeof(err)), 0);
+	snprintf(dir, sizeof(dir), "%s/algo", f->dir);
+	t.algorithm = dir;
+	assert_int_equal(batch_check_algorithm(&t, "b.json", "n1", err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "b.json: sub-task 1's algorithm directory "));
+	assert_non_null(strstr(err, "/algo on n1: No such file or directory (tasks[1].algorithm"));
+	put(f, "{}");
+	t.algorithm = f->file;
+	assert_int_equal(batch_check_algorithm(&t, "b.json", "n1", err, sizeof(err)), -ENOTDIR);
+	assert_non_null(strstr(err, "Not a directory"));
+	assert_int_equal(mkdir(dir, 0755), 0);
+	t.algorithm = dir;
+	assert_int_equal(batch_check_algorithm(&t, "b.json", "n1", err, sizeof(err)), 0);
 }
 
 static void
 test_refusals(void **state)
 {
 	static const struct { const char *json; int index; const char *msg; } bad[] = {
-		{ "[1]", 0, "not a JSON object" },
+		{ "[1]", 0, "sweep.json: expected an object at the top level, got an array" },
 		{ "{\"tasks\": []}", 0, "\"tasks\" must be an array of 1 to" },
 		{ "{\"tasks\": [{\"command\": [\"a\"]}]}", 1, "sub-task 1 asked for, but the batch "
 		  "has 1 (0 to 0)" },
@@ -124,7 +206,7 @@ test_refusals(void **state)
 	}
 	assert_int_equal(batch_load("/nonexistent/b.json", 0, NULL, &t, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "cannot read the batch file /nonexistent/b.json"));
-	assert_int_equal(batch_load(f->dir, 0, NULL, &t, err, sizeof(err)), -EINVAL);
+	assert_int_equal(batch_load(f->dir, 0, NULL, &t, err, sizeof(err)), -EISDIR);
 	assert_non_null(strstr(err, "not a regular file"));
 	/* nested past cJSON's limit: said so, with the limit */
 	{
@@ -203,6 +285,9 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_tasks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_syntax, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_algorithm, setup, teardown),
 		cmocka_unit_test(test_index),
 		cmocka_unit_test_setup_teardown(test_output_dir, setup, teardown),
 	};
