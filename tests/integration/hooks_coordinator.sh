@@ -40,4 +40,13 @@ check "the coordinator's pre-launch with staging" "pre-launch 0" 2 \
 	--stage ds="$SRC" --stage-dir "$SCRATCH/stage.%n" --stage-max-use 100 \
 	--hook 'pre-launch:coordinator=echo said hi'
 
+# A job refused at the pre-check has no end: no end hook runs (vigil(1)).
+out=$(vjob 2 --hook 'pre-check:coordinator=false' --hook 'end=echo said end' -- \
+	sh -c 'echo "trained $RANK"' 2>&1); rc=$?
+expect_eq "refused at the pre-check: exit" 80 "$rc"
+expect_eq "refused at the pre-check: no training" 0 "$(printf '%s\n' "$out" | grep -c '^trained ')"
+expect_eq "refused at the pre-check: no end hook" "" "$(ran "$out")"
+out=$(vjob 2 --hook 'end=echo said end' -- true 2>&1)
+expect_eq "a job that ran: the end hook on every node" "end 0,end 1" "$(ran "$out")"
+
 finish
