@@ -43,6 +43,9 @@ NODES="n1 n2 n3 n4 n5 n6 n7 n8"
 as_other=
 if [ "$(id -u)" = 0 ] && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
 	as_other="setpriv --reuid=65534 --regid=65534 --clear-groups"
+	# the build tree may sit in a directory only root can enter
+	cp "$writer" "$SCRATCH/ledger_writer" && chmod 755 "$SCRATCH/ledger_writer" &&
+		writer=$SCRATCH/ledger_writer
 fi
 # the spool as the first root writer makes it: sticky, open to every user
 "$VIGIL" nodes --dir "$D" --quarantine n0 --why setup >/dev/null ||

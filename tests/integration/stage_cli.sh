@@ -99,9 +99,11 @@ expect_eq "--verify content: the new bytes" 0 "$(cmp -s "$SCRATCH/two/z" "$copy/
 
 # A source something keeps writing to: copied again a few times, then
 # refused with the reason, never staged torn with 0.
+# The writer appends to the large file, so that every round's copy of it
+# lasts tens of ms, time enough for a loaded machine to run the writer.
 mkdir -p "$SCRATCH/busy"
-head -c 100000 /dev/urandom >"$SCRATCH/busy/data"
-( while :; do echo x >>"$SCRATCH/busy/log"; done ) &
+head -c 50000000 /dev/zero >"$SCRATCH/busy/data"
+( while :; do echo x >>"$SCRATCH/busy/data"; done ) &
 writer=$!
 out=$(vstage --dir "$D" --max-use 100 busy="$SCRATCH/busy" 2>&1); rc=$?
 kill "$writer"; wait "$writer" 2>/dev/null; writer=""
