@@ -310,21 +310,21 @@ conclude(struct job *j, struct hangjob *hj, double now)
 	coord_hang(j->coord, suspect, p, why, now);
 }
 
-void
+long
 hangjob_tick(struct job *j, double now)
 {
 	struct hangjob *hj;
 	struct msg_heartbeat b;
 
 	if (!j->coord || j->phase != PH_RUN || !(hj = get(j, now)) || !hang_enabled(hj->h))
-		return;
+		return -1;
 	if (hj->gathering) {
 		if (hj->received >= hj->expected || now >= hj->deadline)
 			conclude(j, hj, now);
-		return;
+		return (long)(OWN_LOOK_S * 1000);
 	}
 	if (coord_phase(j->coord) != COORD_RUNNING)
-		return;
+		return -1;
 	if (j->node && now >= hj->own_next) {
 		hj->own_next = now + OWN_LOOK_S;
 		node_progress(j->node, &b);
@@ -332,6 +332,8 @@ hangjob_tick(struct job *j, double now)
 	}
 	if (hang_check(hj->h, now, &hj->f) != HANG_NONE)
 		detected(j, hj, now);
+	/* a hung training wakes nothing: the loop comes back for it */
+	return (long)(OWN_LOOK_S * 1000);
 }
 
 void

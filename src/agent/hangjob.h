@@ -30,8 +30,9 @@ void hangjob_beat(struct job *j, int rank, const struct msg_heartbeat *b, double
 /* RANK's forensics F (a note's) at NOW; F is borrowed. */
 void hangjob_forensics(struct job *j, int rank, const cJSON *f, double now);
 
-/* The loop's turn at NOW: the rule, the wait for the forensics. */
-void hangjob_tick(struct job *j, double now);
+/* The loop's turn at NOW: the rule, the wait for the forensics.  Returns
+ * how soon (ms) to come back, or -1 for no wish of its own. */
+long hangjob_tick(struct job *j, double now);
 
 void hangjob_free(struct job *j);
 

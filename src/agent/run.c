@@ -422,11 +422,13 @@ before_poll(struct loop *l, void *arg)
 
 		job_recheck_end_time(j, now);
 		next = coord_tick(j->coord, now);
-		hangjob_tick(j, now);
+		w = hangjob_tick(j, now);
 
 		finish_coordinator_check(j);
 		if (next >= 0)
 			wait = next <= now ? 0 : (long)((next - now) * 1000) + 1;
+		if (w >= 0 && (wait < 0 || w < wait))
+			wait = w;
 	}
 	if (j->perf && (j->phase == PH_RUN || j->phase == PH_FINAL || j->phase == PH_DRAIN)) {
 		w = jobperf_cycle(j->perf, now, j->phase == PH_RUN);
