@@ -1259,7 +1259,12 @@ node_progress(struct node *n, struct msg_heartbeat *b)
 void
 node_forensics(struct node *n)
 {
-	struct forensics_opts fo = { .gdb = true };
+	/* The loop waits for it: a third of the heartbeat timeout at most,
+	 * so that a node looking at its training is never taken for a lost one. */
+	double third = n->ro->heartbeat_timeout_s / 3;
+	struct forensics_opts fo = {
+		.gdb = true, .budget_s = third < FORENSICS_BUDGET_S ? third : FORENSICS_BUDGET_S,
+	};
 	struct msg m = { .kind = MSG_NOTE };
 	char lines[TAIL_LINES][TAIL_LINE_MAX + 1];
 	const char *hint;

@@ -143,7 +143,8 @@ void node_progress(struct node *n, struct msg_heartbeat *b);
 
 /*
  * The training looks hung (a "forensics" command): every process of it
- * looked at (forensics.h; the loop waits, FORENSICS_BUDGET_S at most)
+ * looked at (forensics.h; the loop waits, FORENSICS_BUDGET_S at most,
+ * and no more than a third of the heartbeat timeout)
  * and sent to the coordinator in a note, with the last stderr lines.
  */
 void node_forensics(struct node *n);
