@@ -150,6 +150,7 @@ struct hang {
 	double last_save;    /* the last heartbeat that showed a save; < 0: none */
 	double e2e_s;        /* the median e2e of the latest node to say one (s); 0 */
 	bool fired;          /* said once; again only after progress */
+	enum hang_kind fired_kind;
 	double fired_at;
 };
 
@@ -232,7 +233,7 @@ hang_beat(struct hang *h, int rank, const struct msg_heartbeat *b, double now)
 
 		if (at > h->last_out)
 			h->last_out = at;
-		if (h->fired && h->o.floor_s <= 0 && at > h->fired_at)
+		if (h->fired && h->fired_kind == HANG_SILENCE && at > h->fired_at)
 			h->fired = false;
 	}
 	if (b->e2e_ms > 0 && isfinite(b->e2e_ms))
@@ -321,6 +322,7 @@ hang_check(struct hang *h, double now, struct hang_finding *f)
 	if (kind == HANG_NONE || !all_heard_after(h, since + allow))
 		return HANG_NONE;
 	h->fired = true;
+	h->fired_kind = kind;
 	h->fired_at = now;
 	f->kind = kind;
 	f->silent_s = now - since;

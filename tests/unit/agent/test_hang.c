@@ -222,7 +222,7 @@ test_unheard_silence_is_not_judged(void **state)
 static void
 test_no_lines_no_iteration_rule(void **state)
 {
-	struct hang *h = make(5, 0), *s = make(0, 10);
+	struct hang *h = make(5, 0), *s = make(5, 10);  /* no lines: silence alone judges */
 	struct hang_finding f;
 	struct msg_heartbeat b = beat(0, -1, 0, false);
 
@@ -242,6 +242,13 @@ test_no_lines_no_iteration_rule(void **state)
 	}
 	assert_int_equal(f.kind, HANG_SILENCE);
 	assert_true(f.silent_s > 10 && f.silent_s <= 11.5);
+	/* it writes again: a later silence is a new hang */
+	b.out_quiet_s = 0;
+	hang_beat(s, 0, &b, 100);
+	b.out_quiet_s = 12;
+	for (int r = 0; r < 3; r++)
+		hang_beat(s, r, &b, 112);
+	assert_int_equal(hang_check(s, 112, &f), HANG_SILENCE);
 	hang_free(h);
 	hang_free(s);
 	h = make(0, 0);
