@@ -48,14 +48,19 @@ def fault(args, rank):
         with open(args.fifo) as f:
             f.read()
     elif args.fault == "save":
-        os.makedirs(args.ckpt_dir, exist_ok=True)
-        with open(os.path.join(args.ckpt_dir, "ckpt.pt"), "wb") as f:
-            end = time.time() + args.save_s
-            while time.time() < end:
-                f.write(b"\0" * 4096)
-                f.flush()
-                time.sleep(0.2)
-        print("saved at %.3f" % time.time(), flush=True)
+        save(args)
+
+
+def save(args):
+    """A checkpoint that takes --save-s, its file open under --ckpt-dir."""
+    os.makedirs(args.ckpt_dir, exist_ok=True)
+    with open(os.path.join(args.ckpt_dir, "ckpt.pt"), "wb") as f:
+        end = time.time() + args.save_s
+        while time.time() < end:
+            f.write(b"\0" * 4096)
+            f.flush()
+            time.sleep(0.2)
+    print("saved at %.3f" % time.time(), flush=True)
 
 
 def main():
@@ -70,6 +75,8 @@ def main():
     p.add_argument("--ckpt-dir", default="ckpt_hang")
     p.add_argument("--save-s", type=float, default=12)
     p.add_argument("--once", default="")
+    p.add_argument("--save-every", type=int, default=0,
+                   help="rank 0 also saves for --save-s every N iterations (a soak)")
     p.add_argument("--local_rank", "--local-rank", type=int, default=None)
     args = p.parse_args()
     dist.init_process_group("gloo")
@@ -85,6 +92,8 @@ def main():
         elif i == args.at and rank == (0 if args.fault == "save" else args.rank) \
                 and args.fault != "none":
             fault(args, rank)
+        if args.save_every and i and i % args.save_every == 0 and rank == 0:
+            save(args)
         with timer.iteration():
             time.sleep(args.iter_ms / 1000.0 * slow)
             dist.all_reduce(t)
