@@ -61,6 +61,7 @@ enum vigil_exit {
 #define VIGIL_EVENT_ALERT       "alert"       /* a performance alert: ratio or straggler */
 #define VIGIL_EVENT_SERIES      "series"      /* at the end: a node's e2e time over the iterations */
 #define VIGIL_EVENT_JOB         "job"         /* the job ended: state and status */
+#define VIGIL_EVENT_HANG        "hang"        /* the training hung: detected, then its forensics */
 #define VIGIL_EVENT_STALL       "stall"       /* an agent was late (stopped, starved): nobody blamed */
 #define VIGIL_EVENT_USAGE       "usage"       /* what the trainings and boards used so far: ranges */
 #define VIGIL_EVENT_STAGE       "stage"       /* a node's data staging ended (or its preparation failed) */

@@ -875,9 +875,9 @@ coord_result(struct coord *c, int rank, const struct msg_result *r, double now)
 		exit_event(c, rank);
 	if (n->cancelled)
 		coord_cancel(c, now);
-	/* While checkpointing, trainings end because they were told to. */
+	/* While checkpointing, trainings end because they were told to (a hang's stop too). */
 	if ((n->exit_code || n->agent_signal) && c->first_fail < 0 &&
-	    c->phase != COORD_CHECKPOINTING)
+	    c->phase != COORD_CHECKPOINTING && !c->hang_stop)
 		first_failure(c, rank, now);
 	maybe_all_reported(c, now);
 }
@@ -948,6 +948,28 @@ coord_alert(struct coord *c, int rank, const char *message, double now)
 	snprintf(why, sizeof(why), "performance: %.300s", message);
 	c->nodes[rank].faulty = true;
 	checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
+}
+
+void
+coord_hang(struct coord *c, int suspect, enum coord_hang_policy policy, const char *why,
+           double now)
+{
+	if (c->phase != COORD_RUNNING || policy == COORD_HANG_ALERT)
+		return;
+	c->hang_stop = true;
+	set_reason(c, why);
+	if (policy == COORD_HANG_RESTART && c->o.restart_max > c->restarts) {
+		c->restart_wanted = true;  /* fault restart: counted like a crash */
+	} else if (policy == COORD_HANG_REQUEUE && c->o.resume) {
+		c->end_code = VIGIL_EXIT_REQUEUE;
+		if (suspect >= 0 && suspect < c->n)
+			c->nodes[suspect].faulty = true;
+	} else {
+		c->end_code = VIGIL_EXIT_INTERNAL;
+		if (suspect >= 0 && suspect < c->n)
+			c->nodes[suspect].faulty = true;
+	}
+	stop(c, why, now);
 }
 
 /* ---- time ------------------------------------------------------------------------ */
@@ -1295,6 +1317,7 @@ restart_all(struct coord *c, double now)
 	c->end_code = 0;
 	c->end_reason[0] = '\0';
 	c->restart_wanted = false;
+	c->hang_stop = false;
 	step(c, COORD_EV_RESTARTED, now);
 }
 

@@ -200,6 +200,24 @@ void coord_note(struct coord *c, int rank, const struct msg_note *n, double now)
  */
 void coord_alert(struct coord *c, int rank, const char *message, double now);
 
+/* What --on-hang does about a hung training (hang.h). */
+enum coord_hang_policy {
+	COORD_HANG_ALERT,    /* the event and --notify only */
+	COORD_HANG_STOP,     /* every training stops; the job ends 84 */
+	COORD_HANG_RESTART,  /* every training stops and starts again (--restart counts it) */
+	COORD_HANG_REQUEUE,  /* every training stops, without a checkpoint (a hung
+	                      * collective cannot save); the job ends 81 */
+};
+
+/*
+ * The training is hung (WHY says how; the hang event is the caller's):
+ * POLICY, with the node of SUSPECT (-1: nobody) faulty when it stops or
+ * requeues, so that the exclude list names it.  Only while RUNNING; the
+ * trainings' ends that follow are not failures of their own.
+ */
+void coord_hang(struct coord *c, int suspect, enum coord_hang_policy policy, const char *why,
+                double now);
+
 /*
  * Run what is due at NOW: the heartbeat scan (a node silent for the
  * timeout is lost), the wait for the results of trainings told to end,

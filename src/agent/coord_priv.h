@@ -61,6 +61,7 @@ struct coord {
 	int end_code;        /* 81 requeue, 83 expired, 84 lost, 80 no-go; 0 */
 	char end_reason[512];
 	bool restart_wanted; /* start again once every result is in */
+	bool hang_stop;      /* this attempt was stopped as hung (coord_hang()) */
 	bool cancelled;      /* the batch system cancelled the job (coord_cancel()) */
 	int restarts;
 	cJSON *attempts;     /* what ended each earlier attempt */

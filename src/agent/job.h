@@ -68,6 +68,8 @@ struct job {
 	struct coord *coord;         /* rank 0, or the successor after a takeover */
 	struct incident_job *incidents; /* coordinator: for the site's node ledger */
 	struct jobperf *perf;
+	struct hangjob *hang;        /* coordinator: a hung training (hangjob.h); NULL */
+	cJSON *hang_report;          /* ... the report's "hang" section (the last hang), NULL */
 	struct usage *usage;         /* coordinator: what the trainings and boards use */
 	double usage_next;           /* coordinator: the next "usage" event */
 	char *perf_tick;             /* the encoded "perf" command */

@@ -184,6 +184,8 @@ jobfiles_report(struct job *j, double now)
 	perf = prep_report(j->prep);
 	if (perf)
 		cJSON_AddItemToObject(r, "staging", perf);
+	if (j->hang_report)  /* kept by hangjob.c */
+		cJSON_AddItemToObject(r, "hang", cJSON_Duplicate(j->hang_report, true));
 	/* a reader (the batch script) never sees half a report */
 	text = json_print(r, true);
 	cJSON_Delete(r);

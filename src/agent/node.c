@@ -18,6 +18,7 @@
 #include <cJSON.h>
 
 #include "vigil.h"
+#include "agent/hang.h"
 #include "agent/node.h"
 #include "check/inspect.h"
 #include "check/vhealth.h"
@@ -27,11 +28,13 @@
 #include "launch/rundir.h"
 #include "launch/stream.h"
 #include "launch/wlog.h"
+#include "lib/json.h"
 #include "lib/log.h"
 #include "lib/loop.h"
 #include "lib/sig.h"
 #include "perf/progress.h"
 #include "prep/prep.h"
+#include "proc/forensics.h"
 #include "sys/hwmon.h"
 
 extern char **environ;
@@ -41,6 +44,7 @@ extern char **environ;
 #define TAIL_BYTES (TAIL_LINES * TAIL_LINE_MAX)  /* stderr kept for its last lines */
 #define DRAIN_MS 2000            /* after the child exits, wait this long for EOF */
 #define STOP_AFTER_CKPT_MS 5000  /* TERM to KILL once the checkpoint's grace is over */
+#define FORENSICS_TAIL 8         /* stderr lines in a hang's forensics */
 
 /*
  * The node's lifecycle, in three parts that move independently: the
@@ -181,6 +185,8 @@ struct node {
 	struct vhealth_monitor *vmon; /* the boards, as the vendors' libraries see them */
 	char **reported;          /* findings already sent: "what device verdict" */
 	size_t nreported;
+
+	struct hang_local *progress; /* the training's iterations and output (hang.h) */
 };
 
 /* ---- the lifecycle ---------------------------------------------------------------- */
@@ -371,6 +377,7 @@ tail_bytes(void *arg, const char *buf, size_t len)
 	struct node *n = arg;
 	size_t at, first;
 
+	hang_local_output(n->progress, (double)loop_now(n->loop) / 1000.0);
 	if (len > TAIL_BYTES) {
 		buf += len - TAIL_BYTES;
 		n->tailed += len - TAIL_BYTES;
@@ -398,8 +405,26 @@ out_line(void *arg, const char *line, size_t len)
 	/* Only the lines that end like a timing line go on: the test is
 	 * inline, and the lines handed out while a checkpoint is confirmed
 	 * (all of them) mostly stop here. */
-	if (n->ops.line && progress_tail(line, len))
-		n->ops.line(n->ops.arg, line, len);
+	if (progress_tail(line, len)) {
+		struct progress_line pl;
+
+		if (progress_parse(line, len, &pl))
+			hang_local_line(n->progress, pl.key, pl.e2e_ms,
+			                (double)loop_now(n->loop) / 1000.0);
+		if (n->ops.line)
+			n->ops.line(n->ops.arg, line, len);
+	}
+}
+
+/* Every byte of stdout: the training is not silent (hang.h). */
+static void
+out_bytes(void *arg, const char *buf, size_t len)
+{
+	struct node *n = arg;
+
+	(void)buf;
+	(void)len;
+	hang_local_output(n->progress, (double)loop_now(n->loop) / 1000.0);
 }
 
 static void maybe_done(struct node *n);
@@ -469,7 +494,8 @@ open_streams(struct node *n)
 		.dest_fd = STDOUT_FILENO, .name = "stdout",
 		.mark = PROGRESS_MARK, .marklen = PROGRESS_MARK_LEN,
 	};
-	struct stream_ops ops = { .line = out_line, .ended = stream_ended, .arg = n };
+	struct stream_ops ops = { .tap = out_bytes, .line = out_line, .ended = stream_ended,
+	                          .arg = n };
 
 	if (n->ro->tag_output) {
 		snprintf(prefix, sizeof(prefix), "[%s:%d] ", n->name, n->o.rank);
@@ -611,6 +637,7 @@ on_heartbeat(struct loop *l, void *arg)
 		n->beat_timer = NULL;
 		return LOOP_NOMORE;
 	}
+	node_progress(n, &m.u.heartbeat);
 	send_msg(n, &m);
 	return (long)(n->ro->heartbeat_s * 1000);
 }
@@ -1023,6 +1050,7 @@ start_training(struct node *n)
 	};
 	int rc;
 
+	hang_local_attempt(n->progress, (double)loop_now(n->loop) / 1000.0);
 	rc = child_spawn(&co, &n->child);
 	if (rc < 0) {
 		n->start_code = rc == -ENOENT ? 127 : 126;
@@ -1191,9 +1219,78 @@ node_command(struct node *n, const struct msg_command *c)
 	case MSG_CMD_RESTART:
 		restart(n, c);
 		break;
+	case MSG_CMD_FORENSICS:
+		node_forensics(n);
+		break;
 	case MSG_CMD_PERF:
 		break;
 	}
+}
+
+/* ---- a hung training (hang.h) ---------------------------------------------------- */
+
+/* A save shows: vigil's checkpoint signal is out, or the training holds a
+ * file of --ckpt-dir open. */
+static bool
+saving(struct node *n)
+{
+	pid_t *pids = NULL;
+	size_t np = 0;
+	bool open_there;
+
+	if (n->ckpt == PH_SAVING)
+		return true;
+	if (!n->ro->ckpt_dir || !n->child || child_descendants(n->child, &pids, &np) < 0)
+		return false;
+	open_there = forensics_open_under(pids, np, n->ro->ckpt_dir, NULL);
+	free(pids);
+	return open_there;
+}
+
+void
+node_progress(struct node *n, struct msg_heartbeat *b)
+{
+	bool trains = n->member && (n->phase == PH_RUNNING || n->phase == PH_STOPPING);
+
+	hang_local_fill(n->progress, (double)loop_now(n->loop) / 1000.0, trains,
+	                trains && saving(n), b);
+}
+
+void
+node_forensics(struct node *n)
+{
+	/* The loop waits for it: a third of the heartbeat timeout at most,
+	 * so that a node looking at its training is never taken for a lost one. */
+	double third = n->ro->heartbeat_timeout_s / 3;
+	struct forensics_opts fo = {
+		.gdb = true, .budget_s = third < FORENSICS_BUDGET_S ? third : FORENSICS_BUDGET_S,
+	};
+	struct msg m = { .kind = MSG_NOTE };
+	char lines[TAIL_LINES][TAIL_LINE_MAX + 1];
+	const char *hint;
+	pid_t *pids = NULL;
+	size_t np = 0;
+	cJSON *f, *tail;
+	int k;
+
+	if (n->child && alive(n))
+		(void)child_descendants(n->child, &pids, &np);  /* none: an empty list is the answer */
+	f = forensics_gather(pids, np, &fo);
+	free(pids);
+	if (!f) {
+		LOG_ERR("cannot gather the training's forensics: out of memory");
+		return;
+	}
+	k = tail_lines(n, lines, &hint);
+	tail = cJSON_AddArrayToObject(f, "stderr_tail");
+	for (int i = k > FORENSICS_TAIL ? k - FORENSICS_TAIL : 0; tail && i < k; i++)
+		cJSON_AddItemToArray(tail, cJSON_CreateString(lines[i]));
+	LOG_INFO("the training looks hung: %zu of its processes looked at in %.1f s", np,
+	         json_num(f, "seconds", 0, 1e9, 0));
+	m.u.note.node = n->name;
+	m.u.note.forensics = f;
+	send_msg(n, &m);
+	cJSON_Delete(f);
 }
 
 /* ---- signals -------------------------------------------------------------------- */
@@ -1291,7 +1388,8 @@ node_new(const struct node_opts *o, struct loop *l, const struct node_ops *ops)
 	n->watch = PH_UNWATCHED;
 	n->name = strdup(o->name ? o->name : "?");
 	n->slot_vendors = calloc(o->nslots + 1, sizeof(*n->slot_vendors));
-	if (!n->name || !n->slot_vendors ||
+	n->progress = hang_local_new();
+	if (!n->name || !n->slot_vendors || !n->progress ||
 	    ckpt_confirm_new(n->ro->ckpt_confirm, &n->confirm, NULL, 0) < 0) {
 		node_free(n);
 		errno = ENOMEM;  /* the spec was checked with the options */
@@ -1397,6 +1495,7 @@ node_free(struct node *n)
 			LOG_WARN("cannot remove the run directory %s: %s", dir, strerror(-rc));
 	}
 	ckpt_confirm_free(n->confirm);
+	hang_local_free(n->progress);
 	free(n->slot_vendors);
 	stream_free(n->out);
 	stream_free(n->err);

@@ -134,6 +134,21 @@ int node_member_slots(const struct node *n, int i);
  */
 void node_quiet(struct node *n);
 
+/*
+ * The progress part of a heartbeat (hang.h): this node's iterations,
+ * its training's silence, a save in progress.  The coordinator's own
+ * node has no heartbeat: the coordinator asks here.
+ */
+void node_progress(struct node *n, struct msg_heartbeat *b);
+
+/*
+ * The training looks hung (a "forensics" command): every process of it
+ * looked at (forensics.h; the loop waits, FORENSICS_BUDGET_S at most,
+ * and no more than a third of the heartbeat timeout)
+ * and sent to the coordinator in a note, with the last stderr lines.
+ */
+void node_forensics(struct node *n);
+
 /* Output still waiting for a slow reader of ours. */
 bool node_output_pending(const struct node *n);
 

@@ -51,6 +51,7 @@
 #include "vigil.h"
 #include "agent/coord.h"
 #include "agent/finish.h"
+#include "agent/hangjob.h"
 #include "agent/job.h"
 #include "agent/jobfiles.h"
 #include "agent/node.h"
@@ -292,6 +293,8 @@ job_route(struct job *j, int src, int tag, const char *text)
 			coord_note(j->coord, src, &m.u.note, now);
 		if (j->coord && m.u.note.usage)
 			finish_take_usage(j, src, m.u.note.usage, now);
+		if (j->coord && m.u.note.forensics)
+			hangjob_forensics(j, src, m.u.note.forensics, now);
 		break;
 	case MSG_COMMAND:
 		if (src != job_coord_rank(j))
@@ -307,8 +310,10 @@ job_route(struct job *j, int src, int tag, const char *text)
 				j->result_text = NULL;
 			}
 			node_command(j->node, &m.u.command);
-			if (m.u.command.command == MSG_CMD_RESTART)
+			if (m.u.command.command == MSG_CMD_RESTART) {
 				finish_perf_attempt(j);
+				hangjob_attempt(j, job_now(j));
+			}
 		}
 		break;
 	case MSG_FINAL:
@@ -329,6 +334,8 @@ job_route(struct job *j, int src, int tag, const char *text)
 			j->byes++;  /* (the rest are waited for on the way out) */
 		break;
 	case MSG_HEARTBEAT:
+		if (j->coord)
+			hangjob_beat(j, src, &m.u.heartbeat, now);
 		break;
 	}
 	msg_clear(&m);
@@ -416,10 +423,13 @@ before_poll(struct loop *l, void *arg)
 
 		job_recheck_end_time(j, now);
 		next = coord_tick(j->coord, now);
+		w = hangjob_tick(j, now);
 
 		finish_coordinator_check(j);
 		if (next >= 0)
 			wait = next <= now ? 0 : (long)((next - now) * 1000) + 1;
+		if (w >= 0 && (wait < 0 || w < wait))
+			wait = w;
 	}
 	if (j->perf && (j->phase == PH_RUN || j->phase == PH_FINAL || j->phase == PH_DRAIN)) {
 		w = jobperf_cycle(j->perf, now, j->phase == PH_RUN);
@@ -669,6 +679,7 @@ job_launch(struct job *j)
 		return;
 	}
 	finish_perf_attempt(j);
+	hangjob_attempt(j, job_now(j));
 }
 
 /* ---- the coordinator's time limit ----------------------------------------------------- */
@@ -898,6 +909,7 @@ tear_down(struct job *j)
 		j->clean = false;  /* MPI may still write its buffers */
 	jobperf_free(j->perf);
 	usage_free(j->usage);
+	hangjob_free(j);
 	coord_free(j->coord);
 	incident_job_free(j->incidents);
 	takeover_free(j);

@@ -14,12 +14,12 @@
  *             "attempt"?, "master_addr"?, "master_port"?, "members"?: [r]}
  *   final    {"exit_code", "state", "finalize", "abort"?, "hold"?, "cycles"}
  *   note     {"node", "signal"?, "findings": [{"what", "device", "verdict", "evidence"}],
- *             "usage"?: {...}}
+ *             "usage"?: {...}, "forensics"?: {...}}
  *   suspect  {"node", "coordinator", "silent"}
  *   prep     {"node", "step", "ok", "error"?, "copied_bytes", "copied_files",
  *             "copy_bytes", "copy_files", "data_bytes", "data_files", "seconds"}
  *            or, from the coordinator, {"go", "job"?}
- *   heartbeat {}
+ *   heartbeat {} or {"trains", "saving", "lines", "iters", "quiet", "out_quiet", "e2e"}
  */
 #include "autoconf.h"
 
@@ -49,6 +49,7 @@ static const char *const command_names[] = {
 	[MSG_CMD_CHECKPOINT] = "checkpoint",
 	[MSG_CMD_RESTART] = "restart",
 	[MSG_CMD_PERF] = "perf",
+	[MSG_CMD_FORENSICS] = "forensics",
 };
 
 const char *
@@ -253,6 +254,28 @@ encode_note(cJSON *o, const struct msg_note *n, bool *ok)
 			*ok = false;
 		}
 	}
+	if (n->forensics) {
+		cJSON *u = cJSON_Duplicate(n->forensics, true);
+
+		if (!u || !cJSON_AddItemToObject(o, "forensics", u)) {
+			cJSON_Delete(u);
+			*ok = false;
+		}
+	}
+}
+
+static void
+encode_heartbeat(cJSON *o, const struct msg_heartbeat *b, bool *ok)
+{
+	if (!b->progress)
+		return;
+	put_bool(o, "trains", b->trains, ok);
+	put_bool(o, "saving", b->saving, ok);
+	put_num(o, "lines", b->lines, ok);
+	put_num(o, "iters", b->iters, ok);
+	put_num(o, "quiet", b->quiet_s, ok);
+	put_num(o, "out_quiet", b->out_quiet_s, ok);
+	put_num(o, "e2e", b->e2e_ms, ok);
 }
 
 static void
@@ -299,7 +322,7 @@ msg_encode(const struct msg *m)
 		put_num(o, "silent", m->u.suspect.silent, &ok);
 		break;
 	case MSG_PREP: encode_prep(o, &m->u.prep, &ok); break;
-	case MSG_HEARTBEAT:
+	case MSG_HEARTBEAT: encode_heartbeat(o, &m->u.heartbeat, &ok); break;
 	case MSG_BYE: break;
 	default:
 		cJSON_Delete(o);
@@ -586,6 +609,32 @@ decode_note(const cJSON *o, struct msg_note *n)
 		if (!n->usage)
 			return -ENOMEM;
 	}
+	x = cJSON_GetObjectItemCaseSensitive(o, "forensics");
+	if (x) {
+		if (!cJSON_IsObject(x))
+			return -EINVAL;
+		n->forensics = cJSON_Duplicate(x, true);
+		if (!n->forensics)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* A heartbeat's progress, all or nothing: {} is a bare heartbeat. */
+static int
+decode_heartbeat(const cJSON *o, struct msg_heartbeat *b)
+{
+	if (!cJSON_GetObjectItemCaseSensitive(o, "lines"))
+		return 0;
+	if (json_get_bool(o, "trains", &b->trains) < 0 ||
+	    json_get_bool(o, "saving", &b->saving) < 0 ||
+	    json_get_num(o, "lines", 0, BYTES_MAX, &b->lines) < 0 ||
+	    json_get_num(o, "iters", 0, BYTES_MAX, &b->iters) < 0 ||
+	    json_get_num(o, "quiet", -1, SECONDS_MAX, &b->quiet_s) < 0 ||
+	    json_get_num(o, "out_quiet", -1, SECONDS_MAX, &b->out_quiet_s) < 0 ||
+	    json_get_num(o, "e2e", 0, SECONDS_MAX, &b->e2e_ms) < 0)
+		return -EINVAL;
+	b->progress = true;
 	return 0;
 }
 
@@ -657,7 +706,7 @@ msg_decode(enum msg_kind kind, const char *text, int nranks, struct msg *out)
 	case MSG_NOTE: rc = decode_note(o, &out->u.note); break;
 	case MSG_SUSPECT: rc = decode_suspect(o, nranks, &out->u.suspect); break;
 	case MSG_PREP: rc = decode_prep(o, &out->u.prep); break;
-	case MSG_HEARTBEAT:
+	case MSG_HEARTBEAT: rc = decode_heartbeat(o, &out->u.heartbeat); break;
 	case MSG_BYE: rc = 0; break;
 	default: rc = -EINVAL; break;
 	}
@@ -717,6 +766,7 @@ msg_clear(struct msg *m)
 		xfree(m->u.note.node);
 		free(m->u.note.findings);
 		cJSON_Delete(m->u.note.usage);
+		cJSON_Delete(m->u.note.forensics);
 		break;
 	case MSG_SUSPECT:
 		xfree(m->u.suspect.node);

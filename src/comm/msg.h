@@ -113,6 +113,26 @@ struct msg_note {
 	 * "boards": [vhealth_usage_to_json()'s entries]}, read by usage.h;
 	 * decoded, it belongs to the message. */
 	struct cJSON *usage;
+	/* The training's processes as a hang left them (forensics.h: an
+	 * object {"processes": [...], "tail": [lines], ...}), NULL: not in
+	 * this note.  Decoded, it belongs to the message. */
+	struct cJSON *forensics;
+};
+
+/*
+ * A node's heartbeat may say how its training progresses (hang.h); one
+ * without (PROGRESS false) says nothing of it.
+ */
+struct msg_heartbeat {
+	bool progress;     /* the fields below are set */
+	bool trains;       /* the node runs a training in this attempt */
+	bool saving;       /* a save shows (the checkpoint signal is out, a file of
+	                    * --ckpt-dir is open in the training) */
+	double lines;      /* timing lines in this attempt */
+	double iters;      /* iterations its slowest process printed in this attempt */
+	double quiet_s;    /* since its last timing line; < 0: none in this attempt */
+	double out_quiet_s;/* since its training last wrote anything; < 0: never */
+	double e2e_ms;     /* median e2e time of its recent iterations; 0: none */
 };
 
 enum msg_command_kind {
@@ -120,6 +140,7 @@ enum msg_command_kind {
 	MSG_CMD_CHECKPOINT,
 	MSG_CMD_RESTART,
 	MSG_CMD_PERF,      /* the coordinator started a timing reduction: join it */
+	MSG_CMD_FORENSICS, /* the training is hung: gather its processes' state (hang.h) */
 };
 
 struct msg_command {
@@ -178,7 +199,8 @@ struct msg {
 		struct msg_note note;
 		struct msg_suspect suspect;
 		struct msg_prep prep;
-	} u;  /* HEARTBEAT and BYE carry nothing */
+		struct msg_heartbeat heartbeat;
+	} u;  /* BYE carries nothing */
 };
 
 /* "plan", "result", ...; "?" for another value. */

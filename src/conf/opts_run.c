@@ -37,6 +37,11 @@ static const struct opts_word compare_words[] = {
 static const struct opts_word action_words[] = {
 	{ "alert", 0 }, { "reschedule", 1 }, { NULL, 0 },
 };
+static const struct opts_word hang_words[] = {
+	{ "auto", RUN_ON_HANG_AUTO }, { "requeue", RUN_ON_HANG_REQUEUE },
+	{ "restart", RUN_ON_HANG_RESTART }, { "stop", RUN_ON_HANG_STOP },
+	{ "alert", RUN_ON_HANG_ALERT }, { NULL, 0 },
+};
 static const struct opts_word torch_words[] = {
 	{ "auto", MODE_TORCH_AUTO }, { "launch", MODE_TORCH_LAUNCH }, { "run", MODE_TORCH_RUN },
 	{ NULL, 0 },
@@ -155,6 +160,22 @@ const struct opts_run opts_run_table[] = {
 	  .max = DAY, .flags = OPTS_SITE, .def = "30s",
 	  .floor = "any scheduling delay would count as a lost node",
 	  .group = OPTS_GROUP_RESILIENCE, .help = "a node silent this long is lost" },
+	{ .name = "hang-timeout", .kind = OPTS_DURATION, FIELD(hang_timeout_s), .min = 1,
+	  .max = DAY, .flags = OPTS_SITE | OPTS_OFF, .def = "30s",
+	  .floor = "a pause between two iterations would count as a hang",
+	  .group = OPTS_GROUP_RESILIENCE,
+	  .help = "hung: no iteration on any node for this long, or for 10 times the median "
+	  "iteration time when that is longer (10 times more before the first iteration)" },
+	{ .name = "hang-silence", .kind = OPTS_DURATION, FIELD(hang_silence_s), .min = 1,
+	  .max = DAY, .flags = OPTS_SITE | OPTS_OFF, .group = OPTS_GROUP_RESILIENCE,
+	  .help = "for a training that prints no timing lines: hung after no output from any "
+	  "node for this long" },
+	{ .name = "on-hang", .kind = OPTS_WORD, FIELD(on_hang), .words = hang_words,
+	  .flags = OPTS_SITE, .def = "auto", .group = OPTS_GROUP_RESILIENCE,
+	  .arg = "WHAT", .help = "after a hang's forensics: requeue (with --resume: exit 81, "
+	  "the suspect excluded), restart (counts against --restart), stop (exit 84), alert "
+	  "(event and --notify only), or auto: requeue with --resume, restart with --restart, "
+	  "else stop" },
 	{ .name = "hold-on-failure", .kind = OPTS_DURATION, FIELD(hold_s), .min = 1,
 	  .max = 30 * DAY, .flags = OPTS_SITE | OPTS_LIMIT | OPTS_OFF,
 	  .group = OPTS_GROUP_RESILIENCE,
@@ -761,6 +782,15 @@ opts_run_verify(const struct run_opts *o, const unsigned char *src, const char *
 
 	if (o->perf_reschedule && !o->resume) {
 		snprintf(why, whylen, "--perf-action reschedule checkpoints and requeues: it needs --resume");
+		return -EINVAL;
+	}
+	if (o->on_hang == RUN_ON_HANG_REQUEUE && !o->resume) {
+		snprintf(why, whylen, "--on-hang requeue requeues the job: it needs --resume");
+		return -EINVAL;
+	}
+	if (o->on_hang == RUN_ON_HANG_RESTART && o->restart_max <= 0) {
+		snprintf(why, whylen, "--on-hang restart starts the training again: it needs "
+		         "--restart N");
 		return -EINVAL;
 	}
 	if (o->resume && o->restart_max > 0) {

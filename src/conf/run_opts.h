@@ -19,6 +19,15 @@ struct run_forward {
 	int from, to;          /* a signal to the agent, and what the training gets */
 };
 
+/* --on-hang: what a hung training leads to (coord.h: enum coord_hang_policy). */
+enum run_on_hang {
+	RUN_ON_HANG_AUTO,      /* requeue with --resume, restart with --restart, else stop */
+	RUN_ON_HANG_ALERT,
+	RUN_ON_HANG_STOP,
+	RUN_ON_HANG_RESTART,
+	RUN_ON_HANG_REQUEUE,
+};
+
 struct run_opts {
 	const char *node;      /* this node's name (hostname or VIGIL_NODE_NAME) */
 	enum mode mode;        /* default pytorch */
@@ -59,6 +68,9 @@ struct run_opts {
 	double heartbeat_s;    /* default 5 */
 	double heartbeat_timeout_s; /* default 30 */
 	double hold_s;         /* keep the allocation after an abnormal end */
+	double hang_timeout_s; /* the hang timeout's floor (hang.h); 0: off; default 30 */
+	double hang_silence_s; /* no output anywhere this long is a hang; 0: off (default) */
+	int on_hang;           /* enum run_on_hang; default RUN_ON_HANG_AUTO */
 
 	/* performance detection (the platform's 性能检测) */
 	double perf_threshold; /* on hardware/e2e; 0: no ratio alerts */

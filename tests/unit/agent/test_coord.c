@@ -825,6 +825,92 @@ test_restart_exhausted(void **state)
 	assert_true(said(&f->rec, "(no restarts left)"));
 }
 
+/* ---- a hung training (coord_hang()) ---------------------------------------------- */
+
+/* Every training told to stop ends with 143: not a failure of its own. */
+static void
+hang_results(struct fx *f, double now)
+{
+	for (int r = 0; r < 3; r++)
+		result(f, r, 143, SIGTERM, now);
+}
+
+static void
+test_hang_requeue(void **state)
+{
+	struct fx *f = *state;
+	char *list;
+
+	f->o.resume = true;
+	start(f, 0, 0);
+	coord_hang(f->c, 1, COORD_HANG_REQUEUE, "the training hung (...): no checkpoint", 10);
+	assert_int_equal(coord_phase(f->c), COORD_STOPPING);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"checkpoint\""), 0);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"stop\""), 3);
+	hang_results(f, 11);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+	/* the suspect alone is excluded: the trainings' 143 blames nobody else */
+	list = coord_exclude_list(f->c);
+	assert_string_equal(list, "n2\n");
+	free(list);
+}
+
+static void
+test_hang_requeue_nobody(void **state)
+{
+	struct fx *f = *state;
+	char *list;
+
+	f->o.resume = true;
+	start(f, 0, 0);
+	coord_hang(f->c, -1, COORD_HANG_REQUEUE, "the training hung", 10);
+	hang_results(f, 11);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+	list = coord_exclude_list(f->c);
+	assert_string_equal(list, "");
+	free(list);
+}
+
+static void
+test_hang_restart_counts(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.restart_max = 1;
+	start(f, 0, 0);
+	coord_hang(f->c, -1, COORD_HANG_RESTART, "the training hung", 10);
+	hang_results(f, 11);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);  /* attempt 1 */
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"restart\""), 3);
+	/* hung again: no restart left, it stops (84) */
+	coord_hang(f->c, -1, COORD_HANG_RESTART, "the training hung again", 20);
+	hang_results(f, 21);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_INTERNAL);
+}
+
+static void
+test_hang_stop_and_alert(void **state)
+{
+	struct fx *f = *state;
+
+	start(f, 0, 0);
+	coord_hang(f->c, 2, COORD_HANG_ALERT, "the training hung", 10);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);  /* an event only: the caller's */
+	assert_false(coord_faulty(f->c, 2));
+	coord_hang(f->c, 2, COORD_HANG_STOP, "the training hung", 12);
+	assert_int_equal(coord_phase(f->c), COORD_STOPPING);
+	hang_results(f, 13);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_INTERNAL);
+	assert_string_equal(coord_state(f->c), VIGIL_STATE_ERROR);
+	assert_true(coord_faulty(f->c, 2));
+	assert_false(coord_faulty(f->c, 0));
+	/* once past running, a hang changes nothing */
+	coord_hang(f->c, 0, COORD_HANG_STOP, "again", 14);
+	assert_false(coord_faulty(f->c, 0));
+}
+
 /* A training stopped by a signal to its agent is not restarted. */
 static void
 test_no_restart_after_agent_signal(void **state)
@@ -1693,6 +1779,10 @@ main(void)
 		T(test_checkpoint_not_confirmed),
 		T(test_restart_then_success),
 		T(test_restart_exhausted),
+		T(test_hang_requeue),
+		T(test_hang_requeue_nobody),
+		T(test_hang_restart_counts),
+		T(test_hang_stop_and_alert),
 		T(test_no_restart_after_agent_signal),
 		T(test_lost_node_ends_job),
 		T(test_lost_node_resume_requeues),

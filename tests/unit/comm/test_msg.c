@@ -286,11 +286,49 @@ test_note_cut(void **state)
 	msg_clear(&d);
 }
 
+/* A heartbeat with the training's progress, one without, and a forensics note. */
+static void
+test_heartbeat_progress(void **state)
+{
+	struct msg m = { .kind = MSG_HEARTBEAT }, out;
+	cJSON *f = cJSON_Parse("{\"processes\": [{\"pid\": 7, \"state\": \"T\"}]}");
+
+	(void)state;
+	out = round_trip(&m, 4);
+	assert_false(out.u.heartbeat.progress);  /* {}: a bare heartbeat */
+	msg_clear(&out);
+	m.u.heartbeat = (struct msg_heartbeat){ .progress = true, .trains = true, .saving = true,
+	                                        .lines = 40, .iters = 20, .quiet_s = -1,
+	                                        .out_quiet_s = 2.5, .e2e_ms = 310 };
+	out = round_trip(&m, 4);
+	assert_true(out.u.heartbeat.progress && out.u.heartbeat.trains && out.u.heartbeat.saving);
+	assert_true(out.u.heartbeat.iters == 20 && out.u.heartbeat.quiet_s == -1);
+	assert_true(out.u.heartbeat.out_quiet_s == 2.5 && out.u.heartbeat.e2e_ms == 310);
+	msg_clear(&out);
+	/* half a progress is malformed */
+	assert_int_equal(msg_decode(MSG_HEARTBEAT, "{\"lines\": 3}", 4, &out), -EINVAL);
+	m = (struct msg){ .kind = MSG_NOTE };
+	m.u.note.node = "n1";
+	m.u.note.forensics = f;
+	out = round_trip(&m, 4);
+	assert_non_null(out.u.note.forensics);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
+	                    out.u.note.forensics, "processes"), 0), "state")->valuestring, "T");
+	msg_clear(&out);
+	cJSON_Delete(f);
+	m = (struct msg){ .kind = MSG_COMMAND };
+	m.u.command.command = MSG_CMD_FORENSICS;
+	out = round_trip(&m, 4);
+	assert_int_equal(out.u.command.command, MSG_CMD_FORENSICS);
+	msg_clear(&out);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_result),
+		cmocka_unit_test(test_heartbeat_progress),
 		cmocka_unit_test(test_plan_nudge),
 		cmocka_unit_test(test_command_members),
 		cmocka_unit_test(test_note_usage),

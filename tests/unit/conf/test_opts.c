@@ -608,6 +608,18 @@ test_verify(void **state)
 	o.restart_max = 1;
 	assert_int_equal(opts_run_verify(&o, src, NULL, why, sizeof(why)), -EINVAL);
 	assert_non_null(strstr(why, "exclude each other"));
+	/* --on-hang requeue needs --resume, restart needs --restart */
+	o.perf_reschedule = false;
+	o.resume = false;
+	o.restart_max = 0;
+	o.on_hang = RUN_ON_HANG_REQUEUE;
+	assert_int_equal(opts_run_verify(&o, src, NULL, why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "--on-hang requeue requeues the job: it needs --resume");
+	o.on_hang = RUN_ON_HANG_RESTART;
+	assert_int_equal(opts_run_verify(&o, src, NULL, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "it needs --restart N"));
+	o.restart_max = 2;
+	assert_int_equal(opts_run_verify(&o, src, NULL, why, sizeof(why)), 0);
 }
 
 int

@@ -1,0 +1,271 @@
+/*
+ * hang_group.c - the coordinator's reading of every node's forensics
+ * (hang.h: hang_group()): the training's processes grouped by what they
+ * wait in, and the odd ones out named.
+ *
+ * A hung collective leaves most ranks waiting in the same place (the
+ * collective's wait) and the rank that holds it somewhere else: stopped,
+ * in the kernel (a file system), asleep in its own loop.  The signature
+ * of a process is its state and where it waits: the kernel's wait
+ * channel, and the first named frames of its user stack when gdb could
+ * read one.  Only the ranks are grouped (processes that carry LOCAL_RANK,
+ * as every launcher sets it) when there are any; the launchers' own
+ * processes are in the forensics file, not in the verdict.
+ */
+#include "autoconf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "agent/hang.h"
+
+/* Named user frames that make a signature, after the kernel's wait channel. */
+#define SIG_FRAMES 2
+
+struct item {
+	const cJSON *proc;
+	const char *node;
+	int rank;            /* the agent's rank */
+	char label[160];     /* "n3 rank 5" */
+	char sig[256];
+	char state;
+	int group;
+};
+
+static const char *
+str(const cJSON *o, const char *key, const char *def)
+{
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(x) && x->valuestring ? x->valuestring : def;
+}
+
+static int
+num(const cJSON *o, const char *key, int def)
+{
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(x) ? (int)x->valuedouble : def;
+}
+
+/* A frame worth naming: a function, not an address gdb could not name. */
+static bool
+named(const char *f)
+{
+	return f && *f && strncmp(f, "??", 2) != 0;
+}
+
+static void
+signature(struct item *it)
+{
+	const cJSON *stack = cJSON_GetObjectItemCaseSensitive(it->proc, "stack"), *fr;
+	const char *st = str(it->proc, "state", "?"), *wchan = str(it->proc, "wchan", "");
+	size_t w;
+	int k = 0;
+
+	it->state = st[0];
+	switch (it->state) {
+	case 'T': case 't':
+		snprintf(it->sig, sizeof(it->sig), "stopped (T)");
+		return;
+	case 'Z':
+		snprintf(it->sig, sizeof(it->sig), "zombie (Z)");
+		return;
+	case 'D':
+		w = (size_t)snprintf(it->sig, sizeof(it->sig), "uninterruptible (D) in %s",
+		                     *wchan ? wchan : "the kernel");
+		break;
+	case 'R':
+		w = (size_t)snprintf(it->sig, sizeof(it->sig), "running");
+		break;
+	default:
+		w = (size_t)snprintf(it->sig, sizeof(it->sig), "wait in %s",
+		                     *wchan && strcmp(wchan, "0") ? wchan : "?");
+		break;
+	}
+	cJSON_ArrayForEach(fr, stack) {
+		if (k == SIG_FRAMES || w + 8 >= sizeof(it->sig))
+			break;
+		if (!cJSON_IsString(fr) || !named(fr->valuestring))
+			continue;
+		w += (size_t)snprintf(it->sig + w, sizeof(it->sig) - w, "%s%.60s",
+		                      k ? " < " : " (", fr->valuestring);
+		k++;
+	}
+	if (k && w + 2 < sizeof(it->sig))
+		snprintf(it->sig + w, sizeof(it->sig) - w, ")");
+}
+
+/* The processes to judge: the ranks where there are any, else every process. */
+static struct item *
+collect(const cJSON *nodes, size_t *np)
+{
+	const cJSON *nd, *p;
+	struct item *v = NULL;
+	size_t n = 0, cap = 0;
+	bool ranks = false;
+
+	cJSON_ArrayForEach(nd, nodes)
+		cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(nd, "processes"))
+			ranks = ranks || num(p, "train_rank", -1) >= 0;
+	cJSON_ArrayForEach(nd, nodes) {
+		cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(nd, "processes")) {
+			int tr = num(p, "train_rank", -1);
+
+			if (ranks && tr < 0)
+				continue;
+			if (n == cap) {
+				struct item *nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
+
+				if (!nv) {
+					free(v);
+					return NULL;
+				}
+				v = nv;
+			}
+			memset(&v[n], 0, sizeof(v[n]));
+			v[n].proc = p;
+			v[n].node = str(nd, "node", "?");
+			v[n].rank = num(nd, "rank", -1);
+			if (tr >= 0)
+				snprintf(v[n].label, sizeof(v[n].label), "%.100s rank %d", v[n].node, tr);
+			else
+				snprintf(v[n].label, sizeof(v[n].label), "%.100s pid %d", v[n].node,
+				         num(p, "pid", 0));
+			signature(&v[n]);
+			n++;
+		}
+	}
+	*np = n;
+	return v;
+}
+
+struct group {
+	const char *sig;
+	int count;
+	cJSON *members;
+};
+
+static int
+by_count(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+
+	return (y->count > x->count) - (y->count < x->count);
+}
+
+static void
+add_odd(cJSON *odd, const struct item *it, const char *why)
+{
+	cJSON *o = cJSON_CreateObject();
+	int tr = num(it->proc, "train_rank", -1);
+
+	cJSON_AddStringToObject(o, "node", it->node);
+	cJSON_AddNumberToObject(o, "rank", it->rank);
+	if (tr >= 0)
+		cJSON_AddNumberToObject(o, "train_rank", tr);
+	cJSON_AddNumberToObject(o, "pid", num(it->proc, "pid", 0));
+	cJSON_AddStringToObject(o, "state", str(it->proc, "state", "?"));
+	cJSON_AddStringToObject(o, "label", it->label);
+	cJSON_AddStringToObject(o, "why", why);
+	cJSON_AddItemToArray(odd, o);
+}
+
+/* "n3 rank 5: stopped (T); 7 ranks wait in ...": into BUF. */
+static void
+summarise(const cJSON *odd, const struct group *g, size_t ng, size_t total, char *buf,
+          size_t len)
+{
+	const cJSON *o;
+	size_t w = 0;
+	int k = 0;
+
+	buf[0] = '\0';
+	cJSON_ArrayForEach(o, odd) {
+		if (k++ == 4 || w + 32 >= len)
+			break;
+		w += (size_t)snprintf(buf + w, len - w, "%s%s: %s", w ? "; " : "",
+		                      str(o, "label", "?"), str(o, "why", "?"));
+	}
+	if (ng > 0 && w + 32 < len)
+		snprintf(buf + w, len - w, "%s%d of %zu %s: %s", w ? "; " : "", g[0].count, total,
+		         total == 1 ? "process" : "processes", g[0].sig);
+}
+
+cJSON *
+hang_group(const cJSON *nodes, int *suspect_node)
+{
+	size_t n = 0, ng = 0;
+	struct item *v = collect(nodes, &n);
+	struct group *g = calloc(n ? n : 1, sizeof(*g));
+	cJSON *out = cJSON_CreateObject(), *groups = cJSON_CreateArray(), *odd = cJSON_CreateArray();
+	int suspect = -1;
+	bool several = false;
+	char line[1024];
+
+	*suspect_node = -1;
+	if ((!v && n) || !g || !out || !groups || !odd)
+		goto fail;
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+
+		for (k = 0; k < ng && strcmp(g[k].sig, v[i].sig) != 0; k++)
+			;
+		if (k == ng) {
+			g[ng].sig = v[i].sig;
+			g[ng].members = cJSON_CreateArray();
+			ng++;
+		}
+		g[k].count++;
+		cJSON_AddItemToArray(g[k].members, cJSON_CreateString(v[i].label));
+		v[i].group = (int)k;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct group *mine = &g[v[i].group];
+		int most = 0;
+		char why[300];
+
+		for (size_t k = 0; k < ng; k++)
+			most = g[k].count > most ? g[k].count : most;
+		if (strchr("TtZD", v[i].state))
+			snprintf(why, sizeof(why), "%s", v[i].sig);
+		else if (mine->count == 1 && n >= 3 && (size_t)most * 2 > n)
+			snprintf(why, sizeof(why), "alone: %s", v[i].sig);
+		else
+			continue;
+		add_odd(odd, &v[i], why);
+		if (suspect >= 0 && suspect != v[i].rank)
+			several = true;
+		suspect = v[i].rank;
+	}
+	qsort(g, ng, sizeof(*g), by_count);
+	for (size_t k = 0; k < ng; k++) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(o, "signature", g[k].sig);
+		cJSON_AddNumberToObject(o, "count", g[k].count);
+		cJSON_AddItemToObject(o, "members", g[k].members);
+		g[k].members = NULL;
+		cJSON_AddItemToArray(groups, o);
+	}
+	summarise(odd, g, ng, n, line, sizeof(line));
+	cJSON_AddItemToObject(out, "groups", groups);
+	cJSON_AddItemToObject(out, "odd", odd);
+	cJSON_AddStringToObject(out, "summary", line);
+	*suspect_node = several ? -1 : suspect;
+	free(v);
+	free(g);
+	return out;
+fail:
+	for (size_t k = 0; g && k < ng; k++)
+		cJSON_Delete(g[k].members);
+	free(v);
+	free(g);
+	cJSON_Delete(out);
+	cJSON_Delete(groups);
+	cJSON_Delete(odd);
+	return NULL;
+}

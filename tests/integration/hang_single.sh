@@ -1,0 +1,52 @@
+#!/bin/bash
+# A hung training on one node without mpirun (a world of one, whose loop
+# has no peer to wake it): a training that prints timing lines and then
+# sleeps is found hung after --hang-timeout, its process looked at (state,
+# wait channel), --on-hang stop ends it with 84, and the report and the
+# forensics file say so; --on-hang alert only tells (the event, --notify)
+# and the training runs on; a training that prints no timing lines is
+# never judged by them, and --hang-silence judges its silence instead.
+. "$(dirname "$0")/lib.sh"
+
+run() { timeout -k 5 60 "$VIGIL" run --mode single --precheck off "$@"; }
+cat > "$SCRATCH/t.sh" <<'SH'
+#!/bin/sh
+# N timing lines 0.1 s apart, then a long sleep, then done
+i=0
+while [ $i -lt "$1" ]; do
+	echo "this iteration hardware time is 90 and e2e time is 100 ms."
+	i=$((i + 1)); sleep 0.1
+done
+sleep "$2"
+echo done
+SH
+chmod 755 "$SCRATCH/t.sh"
+
+t0=$(date +%s%3N)
+run --hang-timeout 2 --on-hang stop --report "$SCRATCH/r.json" -- "$SCRATCH/t.sh" 5 600 \
+	>"$SCRATCH/out" 2>&1; rc=$?
+ms=$(( $(date +%s%3N) - t0 ))
+expect_eq "stopped as hung" 84 "$rc"
+if [ "$ms" -lt 15000 ]; then pass "ended after ${ms} ms"; else fail "ended after ${ms} ms"; fi
+expect_match "said" 'the training looks hung: no iteration on any node for 2\.[0-9] s' "$(cat "$SCRATCH/out")"
+expect_eq "the report's section" "stop None" \
+	"$(report "$SCRATCH/r.json" 'r["hang"]["policy"], r["hang"]["suspect"]' 2>/dev/null)"
+expect_match "the sleep in the forensics file" 'hrtimer_nanosleep|S ' \
+	"$(report "$SCRATCH/r.json.hang.json" '" ".join(p["state"] + " " + p["wchan"] for n in r["nodes"] for p in n["processes"])' 2>/dev/null)"
+
+# alert: the event and the notifier; the training ends on its own
+run --hang-timeout 1 --on-hang alert --events "$SCRATCH/ev" \
+	--notify "cat > $SCRATCH/notified" -- "$SCRATCH/t.sh" 5 4 >"$SCRATCH/out2" 2>&1; rc=$?
+expect_eq "alert: the training's own end" 0 "$rc"
+expect_eq "alert: two hang events (detected, forensics)" 2 "$(grep -c '"kind":"hang"' "$SCRATCH/ev")"
+expect_match "alert: notified" '"stage":"forensics"' "$(cat "$SCRATCH/notified" 2>/dev/null)"
+expect_match "alert: done" '^done$' "$(cat "$SCRATCH/out2")"
+
+# no timing lines: not judged by them; silence is
+run --hang-timeout 1 --events "$SCRATCH/ev3" -- sh -c 'echo hello; sleep 3; echo bye' \
+	>"$SCRATCH/out3" 2>&1; rc=$?
+expect_eq "no timing lines: no hang" "0 0" "$rc $(grep -c '"kind":"hang"' "$SCRATCH/ev3")"
+run --hang-silence 1 --on-hang stop -- sh -c 'echo hello; sleep 30' >"$SCRATCH/out4" 2>&1; rc=$?
+expect_eq "silence: stopped" 84 "$rc"
+expect_match "silence: said" 'no output from any node' "$(cat "$SCRATCH/out4")"
+finish
