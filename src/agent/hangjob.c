@@ -167,8 +167,12 @@ policy(const struct run_opts *o)
 	case RUN_ON_HANG_RESTART: return COORD_HANG_RESTART;
 	case RUN_ON_HANG_REQUEUE: return COORD_HANG_REQUEUE;
 	default:
+		/* A training that said neither how to resume nor how often to
+		 * restart may lose everything when stopped: a long evaluation
+		 * that prints no timing line must not cost that.  Told, its
+		 * user (or the site, --on-hang stop) decides. */
 		return o->resume ? COORD_HANG_REQUEUE : o->restart_max > 0 ? COORD_HANG_RESTART
-		                                                          : COORD_HANG_STOP;
+		                                                          : COORD_HANG_ALERT;
 	}
 }
 

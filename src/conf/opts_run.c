@@ -175,7 +175,7 @@ const struct opts_run opts_run_table[] = {
 	  .arg = "WHAT", .help = "after a hang's forensics: requeue (with --resume: exit 81, "
 	  "the suspect excluded), restart (counts against --restart), stop (exit 84), alert "
 	  "(event and --notify only), or auto: requeue with --resume, restart with --restart, "
-	  "else stop" },
+	  "else alert" },
 	{ .name = "hold-on-failure", .kind = OPTS_DURATION, FIELD(hold_s), .min = 1,
 	  .max = 30 * DAY, .flags = OPTS_SITE | OPTS_LIMIT | OPTS_OFF,
 	  .group = OPTS_GROUP_RESILIENCE,

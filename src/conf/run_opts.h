@@ -21,7 +21,7 @@ struct run_forward {
 
 /* --on-hang: what a hung training leads to (coord.h: enum coord_hang_policy). */
 enum run_on_hang {
-	RUN_ON_HANG_AUTO,      /* requeue with --resume, restart with --restart, else stop */
+	RUN_ON_HANG_AUTO,      /* requeue with --resume, restart with --restart, else alert */
 	RUN_ON_HANG_ALERT,
 	RUN_ON_HANG_STOP,
 	RUN_ON_HANG_RESTART,

@@ -297,6 +297,10 @@ end_gdb(struct look *l)
 	l->fd_was_open = l->fd >= 0;
 	if (l->fd >= 0) {
 		(void)kill(-l->gdb, SIGKILL);  /* ESRCH: gone already */
+		/* gdb attaches to running or sleeping processes only; killed
+		 * in the middle of an attach, it can leave its stop behind, and
+		 * a process stopped by the look would be a hang of our own. */
+		(void)kill(l->pid, SIGCONT);
 		(void)close(l->fd);
 		l->fd = -1;
 	}

@@ -4,7 +4,8 @@
 # sleeps is found hung after --hang-timeout, its process looked at (state,
 # wait channel), --on-hang stop ends it with 84, and the report and the
 # forensics file say so; --on-hang alert only tells (the event, --notify)
-# and the training runs on; a training that prints no timing lines is
+# and the training runs on, as by default for a training that can neither
+# resume nor restart; a training that prints no timing lines is
 # never judged by them, and --hang-silence judges its silence instead.
 . "$(dirname "$0")/lib.sh"
 
@@ -41,6 +42,13 @@ expect_eq "alert: the training's own end" 0 "$rc"
 expect_eq "alert: two hang events (detected, forensics)" 2 "$(grep -c '"kind":"hang"' "$SCRATCH/ev")"
 expect_match "alert: notified" '"stage":"forensics"' "$(cat "$SCRATCH/notified" 2>/dev/null)"
 expect_match "alert: done" '^done$' "$(cat "$SCRATCH/out2")"
+
+# the default (auto) for a training that can neither resume nor restart:
+# only alert, a false alarm must not cost it its work
+run --hang-timeout 1 --events "$SCRATCH/ev5" -- "$SCRATCH/t.sh" 5 4 >"$SCRATCH/out5" 2>&1; rc=$?
+expect_eq "auto without --resume or --restart: the training's own end" 0 "$rc"
+expect_match "auto: alerted" '"policy":"alert"' "$(grep '"kind":"hang"' "$SCRATCH/ev5")"
+expect_match "auto: done" '^done$' "$(cat "$SCRATCH/out5")"
 
 # no timing lines: not judged by them; silence is
 run --hang-timeout 1 --events "$SCRATCH/ev3" -- sh -c 'echo hello; sleep 3; echo bye' \
