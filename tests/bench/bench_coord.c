@@ -5,6 +5,8 @@
  *   gather     N pre-check reports parsed, compared across nodes (consistency)
  *   plan       go/no-go and the plan's text (it names every node)
  *   heartbeat  one round of N heartbeats and the scan that judges them
+ *   hang       one round of N heartbeats' progress taken by the hang rule,
+ *              then the rule firing: its one scan of every node
  *   usage      one round of N usage notes (8 boards each) decoded, taken
  *              into the metrics and the ranges, the metrics file written
  *   results    N results in, the report and the exclude list out
@@ -32,6 +34,7 @@
 #include <cJSON.h>
 
 #include "agent/coord.h"
+#include "agent/hang.h"
 #include "check/check.h"
 #include "check/gather.h"
 #include "comm/msg.h"
@@ -40,8 +43,9 @@
 #include "perf/metrics.h"
 #include "perf/usage.h"
 
-enum { STEP_GATHER, STEP_PLAN, STEP_BEAT, STEP_USAGE, STEP_RESULTS, STEP_FINAL, NSTEPS };
-static const char *const step_names[NSTEPS] = { "gather", "plan", "heartbeat", "usage",
+enum { STEP_GATHER, STEP_PLAN, STEP_BEAT, STEP_HANG, STEP_USAGE, STEP_RESULTS, STEP_FINAL,
+       NSTEPS };
+static const char *const step_names[NSTEPS] = { "gather", "plan", "heartbeat", "hang", "usage",
 	                                        "results", "final" };
 
 struct sink {
@@ -177,6 +181,47 @@ usage_round(int n, char **texts)
 }
 
 /* One job of N nodes through the coordinator; TIMES[step] in ms. */
+/*
+ * The hang rule at the coordinator: a heartbeat's progress from each of
+ * N nodes (O(1) each), then, 40 s after the last timing line, the rule
+ * fires and scans every node once.  Into *MS; -1 when it did not fire.
+ */
+static int
+hang_round(int n, double *ms)
+{
+	struct hang_opts o = { .size = n, .floor_s = 30 };
+	struct hang_finding f;
+	struct hang *h = hang_new(&o, 0);
+	double t0;
+	int rc;
+
+	if (!h)
+		return -1;
+	hang_attempt(h, 0);
+	t0 = util_now_s();
+	for (int r = 0; r < n; r++) {
+		struct msg_heartbeat b = {
+			.progress = true, .trains = true, .lines = 100, .iters = r == 7 ? 90 : 100,
+			.quiet_s = 0, .out_quiet_s = 0, .e2e_ms = 100,
+		};
+
+		hang_beat(h, r, &b, 5);
+	}
+	(void)hang_check(h, 6, &f);
+	for (int r = 0; r < n; r++) {  /* the nodes still beat, the training is silent */
+		struct msg_heartbeat b = {
+			.progress = true, .trains = true, .lines = 100, .iters = r == 7 ? 90 : 100,
+			.quiet_s = 40, .out_quiet_s = 40, .e2e_ms = 100,
+		};
+
+		hang_beat(h, r, &b, 45);
+	}
+	rc = hang_check(h, 45.5, &f) == HANG_ITERATIONS && (n <= 7 || f.suspect == 7) ? 0 : -1;
+	*ms = ms_since(t0);
+	hang_free(h);
+	return rc;
+}
+
 static int
 run(int n, double *times)
 {
@@ -236,6 +281,9 @@ run(int n, double *times)
 	coord_tick(c, 2.5);
 	coord_tick(c, 5);
 	times[STEP_BEAT] = ms_since(t0);
+
+	if (hang_round(n, &times[STEP_HANG]) < 0)
+		return -1;
 
 	t0 = util_now_s();
 	if (usage_round(n, notes) < 0)
