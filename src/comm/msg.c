@@ -574,6 +574,20 @@ decode_final(const cJSON *o, struct msg_final *f)
 	return 0;
 }
 
+/* O's object KEY, when there, copied into *OUT: 0, -EINVAL when not an object, -ENOMEM. */
+static int
+dup_object(const cJSON *o, const char *key, cJSON **out)
+{
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!x)
+		return 0;
+	if (!cJSON_IsObject(x))
+		return -EINVAL;
+	*out = cJSON_Duplicate(x, true);
+	return *out ? 0 : -ENOMEM;
+}
+
 static int
 decode_note(const cJSON *o, struct msg_note *n)
 {
@@ -600,24 +614,10 @@ decode_note(const cJSON *o, struct msg_note *n)
 		if (json_get_str(x, "verdict", &v) < 0 || verdict_parse(v, &f->verdict) < 0)
 			return -EINVAL;
 	}
-	x = cJSON_GetObjectItemCaseSensitive(o, "usage");
-	if (x) {
-		/* its values are read, each checked, where they are used */
-		if (!cJSON_IsObject(x))
-			return -EINVAL;
-		n->usage = cJSON_Duplicate(x, true);
-		if (!n->usage)
-			return -ENOMEM;
-	}
-	x = cJSON_GetObjectItemCaseSensitive(o, "forensics");
-	if (x) {
-		if (!cJSON_IsObject(x))
-			return -EINVAL;
-		n->forensics = cJSON_Duplicate(x, true);
-		if (!n->forensics)
-			return -ENOMEM;
-	}
-	return 0;
+	/* their values are read, each checked, where they are used */
+	if ((rc = dup_object(o, "usage", &n->usage)) < 0)
+		return rc;
+	return dup_object(o, "forensics", &n->forensics);
 }
 
 /* A heartbeat's progress, all or nothing: {} is a bare heartbeat. */
