@@ -7,8 +7,8 @@
  * collective's wait) and the rank that holds it somewhere else: stopped,
  * in the kernel (a file system), asleep in its own loop.  The signature
  * of a process is its state and where it waits: the kernel's wait
- * channel, and the first named frames of its user stack when gdb could
- * read one.  Only the ranks are grouped (processes that carry LOCAL_RANK,
+ * channel, the first named frames of its user stack when gdb could
+ * read one, and the innermost Python frame when gdb could read that.  Only the ranks are grouped (processes that carry LOCAL_RANK,
  * as every launcher sets it) when there are any; the launchers' own
  * processes are in the forensics file, not in the verdict.
  */
@@ -58,6 +58,37 @@ named(const char *f)
 	return f && *f && strncmp(f, "??", 2) != 0;
 }
 
+/*
+ * The innermost Python frame of the main thread, after the signature's
+ * first W bytes: " at all_reduce (distributed_c10d.py:1536)".  It names
+ * where in the training a rank waits, where the C frames name only the
+ * wait (the collective's, a sleep's).
+ */
+static void
+py_where(struct item *it, size_t w)
+{
+	const cJSON *py = cJSON_GetObjectItemCaseSensitive(it->proc, "py_stack");
+	const cJSON *top = cJSON_GetArrayItem(py, 0);
+	const char *s, *file, *fend, *func, *slash;
+	long line;
+
+	if (!cJSON_IsString(top) || w + 8 >= sizeof(it->sig))
+		return;
+	s = top->valuestring;
+	file = strstr(s, "File \"");
+	fend = file ? strstr(file + 6, "\", line ") : NULL;
+	func = fend ? strstr(fend, ", in ") : NULL;
+	if (!func)
+		return;
+	file += 6;
+	for (slash = file; slash < fend; slash++)
+		if (*slash == '/')
+			file = slash + 1;
+	line = strtol(fend + 8, NULL, 10);
+	snprintf(it->sig + w, sizeof(it->sig) - w, " at %.60s (%.*s:%ld)", func + 5,
+	         (int)(fend - file > 60 ? 60 : fend - file), file, line);
+}
+
 static void
 signature(struct item *it)
 {
@@ -96,7 +127,8 @@ signature(struct item *it)
 		k++;
 	}
 	if (k && w + 2 < sizeof(it->sig))
-		snprintf(it->sig + w, sizeof(it->sig) - w, ")");
+		w += (size_t)snprintf(it->sig + w, sizeof(it->sig) - w, ")");
+	py_where(it, w);
 }
 
 /* The processes to judge: the ranks where there are any, else every process. */

@@ -183,6 +183,8 @@ struct node {
 	struct loop_timer *beat_timer, *inspect_timer;
 	struct inspect *insp;
 	struct vhealth_monitor *vmon; /* the boards, as the vendors' libraries see them */
+	struct forensics_run *look;   /* a hung training looked at, in a child */
+	struct loop_timer *look_timer;
 	char **reported;          /* findings already sent: "what device verdict" */
 	size_t nreported;
 
@@ -1256,27 +1258,30 @@ node_progress(struct node *n, struct msg_heartbeat *b)
 	                trains && saving(n), b);
 }
 
-void
-node_forensics(struct node *n)
+/* A look under way ended, nothing sent. */
+static void
+look_end(struct node *n)
 {
-	/* The loop waits for it: a third of the heartbeat timeout at most,
-	 * so that a node looking at its training is never taken for a lost one. */
-	double third = n->ro->heartbeat_timeout_s / 3;
-	struct forensics_opts fo = {
-		.gdb = true, .budget_s = third < FORENSICS_BUDGET_S ? third : FORENSICS_BUDGET_S,
-	};
+	if (n->look) {
+		(void)loop_del_fd(n->loop, forensics_run_fd(n->look));
+		forensics_run_free(n->look);
+		n->look = NULL;
+	}
+	loop_del_timer(n->loop, n->look_timer);
+	n->look_timer = NULL;
+}
+
+/* The look is over: F (taken) to the coordinator, with the last stderr lines. */
+static void
+look_done(struct node *n, cJSON *f)
+{
 	struct msg m = { .kind = MSG_NOTE };
 	char lines[TAIL_LINES][TAIL_LINE_MAX + 1];
-	const char *hint;
-	pid_t *pids = NULL;
-	size_t np = 0;
-	cJSON *f, *tail;
+	const char *hint, *err;
+	cJSON *tail;
 	int k;
 
-	if (n->child && alive(n))
-		(void)child_descendants(n->child, &pids, &np);  /* none: an empty list is the answer */
-	f = forensics_gather(pids, np, &fo);
-	free(pids);
+	look_end(n);
 	if (!f) {
 		LOG_ERR("cannot gather the training's forensics: out of memory");
 		return;
@@ -1285,12 +1290,79 @@ node_forensics(struct node *n)
 	tail = cJSON_AddArrayToObject(f, "stderr_tail");
 	for (int i = k > FORENSICS_TAIL ? k - FORENSICS_TAIL : 0; tail && i < k; i++)
 		cJSON_AddItemToArray(tail, cJSON_CreateString(lines[i]));
-	LOG_INFO("the training looks hung: %zu of its processes looked at in %.1f s", np,
-	         json_num(f, "seconds", 0, 1e9, 0));
+	err = json_str(f, "error", NULL);
+	if (err)
+		LOG_WARN("the training looks hung, and could not be looked at: %s", err);
+	else
+		LOG_INFO("the training looks hung: %d of its processes looked at in %.1f s",
+		         cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(f, "processes")),
+		         json_num(f, "seconds", 0, 1e9, 0));
 	m.u.note.node = n->name;
 	m.u.note.forensics = f;
 	send_msg(n, &m);
 	cJSON_Delete(f);
+}
+
+static void
+on_look(struct loop *l, int fd, short revents, void *arg)
+{
+	struct node *n = arg;
+	cJSON *f;
+
+	(void)l;
+	(void)fd;
+	(void)revents;
+	if (forensics_run_read(n->look, &f) == 1)
+		look_done(n, f);
+}
+
+static long
+on_look_timeout(struct loop *l, void *arg)
+{
+	struct node *n = arg;
+	cJSON *f = cJSON_CreateObject();
+
+	(void)l;
+	n->look_timer = NULL;
+	cJSON_AddStringToObject(f, "error", "the look at the training did not end in time");
+	cJSON_AddArrayToObject(f, "processes");
+	look_done(n, f);
+	return -1;
+}
+
+void
+node_forensics(struct node *n)
+{
+	struct forensics_opts fo = { .gdb = true, .budget_s = FORENSICS_BUDGET_S };
+	pid_t *pids = NULL, keeper;
+	size_t np = 0;
+	int rc;
+
+	if (n->look)
+		return;  /* one look at a time: this one answers */
+	if (n->child && alive(n))
+		(void)child_descendants(n->child, &pids, &np);  /* none: an empty list is the answer */
+	/* The keeper is vigil's own (child.c), not the training's: left out
+	 * of the look and so of the verdict. */
+	keeper = n->child ? child_pid(n->child) : -1;
+	for (size_t i = 0; i < np; i++)
+		if (pids[i] == keeper)
+			pids[i--] = pids[--np];
+	rc = forensics_start(pids, np, &fo, &n->look);
+	free(pids);
+	if (rc == 0 && loop_add_fd(n->loop, forensics_run_fd(n->look), POLLIN, on_look, n) < 0)
+		rc = -ENOMEM;
+	if (rc == 0)
+		n->look_timer = loop_add_timer(n->loop, (long)((FORENSICS_BUDGET_S + 3) * 1000),
+		                               on_look_timeout, n);
+	if (rc < 0) {
+		cJSON *f = cJSON_CreateObject();
+
+		LOG_ERR("cannot look at the training: %s", strerror(-rc));
+		cJSON_AddStringToObject(f, "error", "vigil could not start its look at the training");
+		cJSON_AddArrayToObject(f, "processes");
+		look_done(n, f);
+	}
 }
 
 /* ---- signals -------------------------------------------------------------------- */
@@ -1450,6 +1522,7 @@ node_quiet(struct node *n)
 	loop_del_timer(n->loop, n->beat_timer);
 	loop_del_timer(n->loop, n->inspect_timer);
 	n->beat_timer = n->inspect_timer = NULL;
+	look_end(n);
 	if (alive(n)) {
 		LOG_WARN("the job ended before this node's training: stopping it");
 		(void)child_signal(n->child, SIGKILL);
@@ -1494,6 +1567,7 @@ node_free(struct node *n)
 		if (rc < 0)
 			LOG_WARN("cannot remove the run directory %s: %s", dir, strerror(-rc));
 	}
+	look_end(n);
 	ckpt_confirm_free(n->confirm);
 	hang_local_free(n->progress);
 	free(n->slot_vendors);

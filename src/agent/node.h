@@ -143,9 +143,10 @@ void node_progress(struct node *n, struct msg_heartbeat *b);
 
 /*
  * The training looks hung (a "forensics" command): every process of it
- * looked at (forensics.h; the loop waits, FORENSICS_BUDGET_S at most,
- * and no more than a third of the heartbeat timeout)
+ * looked at by a child of the agent's (forensics_start(): the loop goes
+ * on, heartbeats included; FORENSICS_BUDGET_S, then the look is ended)
  * and sent to the coordinator in a note, with the last stderr lines.
+ * A command while a look is under way is answered by that look.
  */
 void node_forensics(struct node *n);
 

@@ -270,29 +270,6 @@ copy_slots(struct vhealth_monitor *m, const struct slot *slots, size_t n)
 	return 0;
 }
 
-/*
- * In the child: close every descriptor but 0, 1, 2 and KEEP.  The child
- * does not exec, so close-on-exec does nothing for it, and it lives as
- * long as the job: it must not keep the agent's pipes and sockets open
- * (a write end it held would keep a reader from ever seeing EOF).
- */
-static void
-close_others(int keep)
-{
-	long max = sysconf(_SC_OPEN_MAX);
-
-#ifdef CLOSE_RANGE_CLOEXEC
-	if ((keep <= 3 || close_range(3, (unsigned)keep - 1, 0) == 0) &&
-	    close_range((unsigned)keep + 1, ~0U, 0) == 0)
-		return;
-#endif
-	if (max < 0 || max > 65536)
-		max = 65536;
-	for (int fd = 3; fd < max; fd++)
-		if (fd != keep)
-			(void)close(fd);
-}
-
 static pid_t
 fork_child(struct vhealth_monitor *m, int fds[2])
 {
@@ -303,7 +280,7 @@ fork_child(struct vhealth_monitor *m, int fds[2])
 	pid = spawn_fork(NULL);
 	if (pid != 0)
 		return pid;
-	close_others(fds[1]);
+	spawn_close_others(fds[1]);
 	spawn_child_ready(NULL);
 	/* Die with the agent, even when it is killed; and if it died
 	 * before the line above, the parent is already someone else. */

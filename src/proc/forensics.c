@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -190,11 +191,57 @@ attachable(char state)
 }
 
 /*
+ * The Python stack of every thread of an interpreter, read from the
+ * interpreter's own thread states rather than by unwinding the C stack
+ * (as py-bt does): a rank that waits inside a library whose symbols gdb
+ * was not asked to read (libtorch: a collective's wait) has a C stack
+ * gdb cannot walk up to the interpreter, but its thread state still
+ * points at the frame that called the library.  Needs the interpreter's
+ * gdb support (Debian: python3-dbg); without it the command fails alone.
+ * The main thread first; each thread after it starts with a
+ * "vigil-py: thread N" line.  Python 3.11 and 3.12 keep the frame in
+ * cframe, 3.13 in the thread state itself.
+ */
+static const char PY_STACKS[] =
+	"python exec(\"\"\"\\n"
+	"def vigil_py():\\n"
+	"    try:\\n"
+	"        r = gdb.parse_and_eval('_PyRuntime')\\n"
+	"        t = r['interpreters']['head']['threads']['head']\\n"
+	"        main = int(r['main_thread'])\\n"
+	"        PyFramePtr\\n"
+	"    except Exception as e:\\n"
+	"        print('vigil-py: no interpreter: %s' % e)\\n"
+	"        return\\n"
+	"    ts = []\\n"
+	"    while int(t) != 0 and len(ts) < 64:\\n"
+	"        ts.append(t)\\n"
+	"        t = t['next']\\n"
+	"    ts.sort(key=lambda t: int(t['thread_id']) != main)\\n"
+	"    for i, t in enumerate(ts):\\n"
+	"        if i:\\n"
+	"            print('vigil-py: thread %d' % int(t['thread_id']))\\n"
+	"        try:\\n"
+	"            f = t['cframe']['current_frame']\\n"
+	"        except Exception:\\n"
+	"            f = t['current_frame']\\n"
+	"        k = 0\\n"
+	"        while int(f) != 0 and k < 64:\\n"
+	"            try:\\n"
+	"                PyFramePtr(f).print_traceback()\\n"
+	"            except Exception as e:\\n"
+	"                print('vigil-py: frame: %s' % e)\\n"
+	"            f = f['previous']\\n"
+	"            k += 1\\n"
+	"vigil_py()\\n"
+	"\"\"\")";
+
+/*
  * gdb on L->pid, its output into a pipe.  Only the C library's symbols
  * are loaded (a training's libraries, libtorch above all, take gdb many
  * seconds to read): the frames that say where a process waits are
- * there, and in the interpreter.  py-bt needs gdb's Python support for
- * the interpreter (python3-dbg); without it the command fails alone.
+ * there, and in the interpreter; frame arguments are left out (a
+ * Python frame's would print whole dictionaries).  Then PY_STACKS.
  */
 static void
 start_gdb(const char *gdb, struct look *l)
@@ -222,8 +269,9 @@ start_gdb(const char *gdb, struct look *l)
 		spawn_child_ready(NULL);
 		execl(gdb, "gdb", "-nx", "-batch", "-p", pid,
 		      "-iex", "set auto-solib-add off", "-iex", "set pagination off",
+		      "-iex", "set print frame-arguments none",
 		      "-ex", "sharedlibrary libc\\.so|libpthread|libpython",
-		      "-ex", "bt 40", "-ex", "py-bt", (char *)NULL);
+		      "-ex", "bt 40", "-ex", PY_STACKS, (char *)NULL);
 		_exit(127);
 	}
 	(void)close(p[1]);
@@ -376,6 +424,10 @@ forensics_parse_gdb(const char *text, cJSON *out, cJSON *py, int max)
 			frame_name(buf, name, sizeof(name));
 			cJSON_AddItemToArray(out, cJSON_CreateString(name[0] ? name : "??"));
 			k++;
+		} else if (py && kp < FORENSICS_PY_FRAMES &&
+		           strncmp(buf, "vigil-py: thread ", 17) == 0) {
+			cJSON_AddItemToArray(py, cJSON_CreateString(buf + 10));
+			kp++;
 		} else if (py && kp < FORENSICS_PY_FRAMES && strstr(buf, "File \"") &&
 		           strstr(buf, ", line ")) {
 			const char *b = buf;
@@ -486,4 +538,173 @@ forensics_gather(const pid_t *pids, size_t n, const struct forensics_opts *o)
 	cJSON_AddNumberToObject(out, "seconds", (double)(util_now_ns() - t0) / 1e9);
 	cJSON_AddStringToObject(out, "gdb", !(o && o->gdb) ? "off" : gdb ? "used" : "not installed");
 	return out;
+}
+
+/* ---- in a child of its own ---------------------------------------------------------- */
+
+struct forensics_run {
+	pid_t pid;
+	int fd;
+	char *buf;
+	size_t len, cap;
+	bool too_big;
+};
+
+/* The child: the look, its JSON on FD, then _exit(). */
+_Noreturn static void
+run_child(int fd, pid_t parent, const pid_t *pids, size_t n, const struct forensics_opts *o)
+{
+	cJSON *f;
+	char *text;
+	size_t len, off = 0;
+
+	spawn_close_others(fd);
+	spawn_child_ready(NULL);
+	/* Die with the agent; and if it died before the line above, the
+	 * parent is already someone else. */
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(1);
+	(void)signal(SIGPIPE, SIG_IGN);
+	f = forensics_gather(pids, n, o);
+	text = f ? cJSON_PrintUnformatted(f) : NULL;
+	if (!text)
+		_exit(2);
+	len = strlen(text);
+	while (off < len) {
+		ssize_t w = write(fd, text + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			_exit(3);
+		off += (size_t)w;
+	}
+	_exit(0);
+}
+
+int
+forensics_start(const pid_t *pids, size_t n, const struct forensics_opts *o,
+                struct forensics_run **out)
+{
+	struct forensics_run *r = calloc(1, sizeof(*r));
+	pid_t parent = getpid();
+	int fds[2], rc;
+
+	*out = NULL;
+	if (!r)
+		return -ENOMEM;
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		rc = -errno;
+		free(r);
+		return rc;
+	}
+	r->pid = spawn_fork(NULL);
+	if (r->pid == 0)
+		run_child(fds[1], parent, pids, n, o);
+	(void)close(fds[1]);
+	if (r->pid < 0) {
+		rc = (int)r->pid;
+		(void)close(fds[0]);
+		free(r);
+		return rc;
+	}
+	r->fd = fds[0];
+	(void)fcntl(r->fd, F_SETFL, O_NONBLOCK);
+	*out = r;
+	return 0;
+}
+
+int
+forensics_run_fd(const struct forensics_run *r)
+{
+	return r ? r->fd : -1;
+}
+
+static cJSON *
+run_failed(const char *why)
+{
+	cJSON *f = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(f, "error", why);
+	cJSON_AddArrayToObject(f, "processes");
+	return f;
+}
+
+/*
+ * The child's end: reaped, what it wrote into a result.  Its exit status
+ * does not say whether it succeeded: the agent's reaping of the
+ * training's orphans (child_reap(): waitpid(-1)) may take it first.  A
+ * result that parses whole does: the child writes it last.
+ */
+static cJSON *
+run_result(struct forensics_run *r)
+{
+	cJSON *f = NULL;
+
+	while (waitpid(r->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	r->pid = -1;
+	if (r->too_big)
+		return run_failed("the forensics were larger than vigil keeps");
+	if (r->buf) {
+		r->buf[r->len] = '\0';
+		f = cJSON_Parse(r->buf);
+	}
+	return f ? f : run_failed("the process that looked at the training failed");
+}
+
+int
+forensics_run_read(struct forensics_run *r, cJSON **out)
+{
+	char chunk[16384];
+	ssize_t got;
+
+	*out = NULL;
+	for (;;) {
+		got = read(r->fd, chunk, sizeof(chunk));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (got <= 0)
+			break;
+		if (r->len + (size_t)got + 1 > FORENSICS_OUT_MAX) {
+			r->too_big = true;
+			continue;  /* read on to the end, keep nothing more */
+		}
+		if (r->len + (size_t)got + 1 > r->cap) {
+			size_t cap = r->cap ? r->cap : 65536;
+			char *nb;
+
+			while (cap < r->len + (size_t)got + 1)
+				cap *= 2;
+			if (!(nb = realloc(r->buf, cap))) {
+				r->too_big = true;
+				continue;
+			}
+			r->buf = nb;
+			r->cap = cap;
+		}
+		memcpy(r->buf + r->len, chunk, (size_t)got);
+		r->len += (size_t)got;
+	}
+	*out = run_result(r);
+	return 1;
+}
+
+void
+forensics_run_free(struct forensics_run *r)
+{
+	if (!r)
+		return;
+	if (r->pid > 0) {
+		(void)kill(r->pid, SIGKILL);
+		while (waitpid(r->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (r->fd >= 0)
+		(void)close(r->fd);
+	free(r->buf);
+	free(r);
 }

@@ -30,7 +30,8 @@
 #define FORENSICS_FRAMES 24       /* user frames per process */
 #define FORENSICS_KSTACK 16       /* kernel stack lines per process */
 #define FORENSICS_PY_FRAMES 24    /* Python frames per process */
-#define FORENSICS_BUDGET_S 5.0    /* the default budget of a whole gathering */
+#define FORENSICS_BUDGET_S 8.0    /* the default budget of a whole gathering */
+#define FORENSICS_OUT_MAX (4 << 20) /* the most a run's result may be (bytes) */
 
 struct forensics_opts {
 	double budget_s;          /* the whole gathering, gdb included; <= 0: the default */
@@ -44,10 +45,40 @@ struct forensics_opts {
  * "comm", "state", "wchan", "kernel_stack": [...] | "kernel_stack_error",
  * "cpu_s" (used while looked at), "cpu_total_s", "threads", "train_rank"?,
  * "local_rank"?, "stack": [function names] | "stack_error", "py_stack"?:
- * [lines]}], "seconds", "gdb": "used" | "not installed" | "off",
+ * [lines: 'File "F", line N, in FUNC', innermost first, the main thread's
+ * first, each other thread's after a "thread ID" line]}], "seconds",
+ * "gdb": "used" | "not installed" | "off",
  * "left_out"?: N}; NULL on ENOMEM.  A process gone meanwhile is left out.
  */
 cJSON *forensics_gather(const pid_t *pids, size_t n, const struct forensics_opts *o);
+
+/*
+ * forensics_gather() in a child process of its own, so that the caller's
+ * loop goes on (heartbeats above all) while gdb reads the stacks: the
+ * child writes the result on a pipe and exits.  The child does not exec;
+ * it forks gdb as forensics_gather() does.
+ */
+struct forensics_run;
+
+/* Starts the look at the N processes PIDS into *OUT.  0 or a negative errno. */
+int forensics_start(const pid_t *pids, size_t n, const struct forensics_opts *o,
+                    struct forensics_run **out);
+
+/* The descriptor to poll for input (POLLIN, and POLLHUP at the end). */
+int forensics_run_fd(const struct forensics_run *r);
+
+/*
+ * Reads what the child wrote.  0: not done yet; 1: done, *OUT the result
+ * (forensics_gather()'s, or {"error": WHY, "processes": []} when the
+ * child failed), the child reaped.  Never blocks.
+ */
+int forensics_run_read(struct forensics_run *r, cJSON **out);
+
+/*
+ * Ends a run that is not done (the child killed and reaped) and frees
+ * it.  NULL is a no-op.
+ */
+void forensics_run_free(struct forensics_run *r);
 
 /*
  * Whether one of the N processes PIDS holds a file under DIR (an

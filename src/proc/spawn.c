@@ -62,3 +62,20 @@ spawn_child_ready(const sigset_t *mask)
 	sig_child_restore(mask);
 	errno = e;
 }
+
+void
+spawn_close_others(int keep)
+{
+	long max = sysconf(_SC_OPEN_MAX);
+
+#ifdef CLOSE_RANGE_CLOEXEC
+	if ((keep <= 3 || close_range(3, (unsigned)keep - 1, 0) == 0) &&
+	    close_range((unsigned)keep + 1, ~0U, 0) == 0)
+		return;
+#endif
+	if (max < 0 || max > 65536)
+		max = 65536;
+	for (int fd = 3; fd < max; fd++)
+		if (fd != keep)
+			(void)close(fd);
+}

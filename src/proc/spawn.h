@@ -48,4 +48,12 @@ int spawn_above_stdio(int fd);
  */
 void spawn_child_ready(const sigset_t *mask);
 
+/*
+ * In a child that does not exec (a worker of the agent's that lives on):
+ * close every descriptor but 0, 1, 2 and KEEP.  Close-on-exec does
+ * nothing for such a child, and a write end of the agent's pipes it held
+ * would keep a reader from ever seeing EOF.
+ */
+void spawn_close_others(int keep);
+
 #endif

@@ -57,4 +57,31 @@ expect_eq "no timing lines: no hang" "0 0" "$rc $(grep -c '"kind":"hang"' "$SCRA
 run --hang-silence 1 --on-hang stop -- sh -c 'echo hello; sleep 30' >"$SCRATCH/out4" 2>&1; rc=$?
 expect_eq "silence: stopped" 84 "$rc"
 expect_match "silence: said" 'no output from any node' "$(cat "$SCRATCH/out4")"
+
+# A Python training stuck in its own function while a second thread waits
+# in another: gdb reads both Python stacks from the interpreter (needs
+# python3-dbg, which the README installs), the main thread's first, and
+# the verdict says where the training waits.
+cat > "$SCRATCH/t.py" <<'PY'
+import threading, time
+def prefetch():
+    time.sleep(600)
+def stuck_in_loader():
+    time.sleep(600)
+threading.Thread(target=prefetch, daemon=True).start()
+for i in range(5):
+    print("this iteration hardware time is 90 and e2e time is 100 ms.", flush=True)
+    time.sleep(0.1)
+stuck_in_loader()
+PY
+run --hang-timeout 2 --on-hang stop --report "$SCRATCH/r6.json" -- /usr/bin/python3 "$SCRATCH/t.py" \
+	>"$SCRATCH/out6" 2>&1; rc=$?
+expect_eq "python: stopped as hung" 84 "$rc"
+py=$(report "$SCRATCH/r6.json.hang.json" '"|".join(" ".join(p.get("py_stack", [])) for n in r["nodes"] for p in n["processes"])' 2>/dev/null)
+expect_match "python: the main thread's stack, innermost first" \
+	'File "[^"]*/t\.py", line 5, in stuck_in_loader File "[^"]*/t\.py", line 10, in <module>' "$py"
+expect_match "python: the other thread's stack after it" \
+	'in <module> thread [0-9]+ File "[^"]*/t\.py", line 3, in prefetch' "$py"
+expect_match "python: the verdict names the function" 'at stuck_in_loader \(t\.py:5\)' \
+	"$(report "$SCRATCH/r6.json" 'r["hang"]["summary"]' 2>/dev/null)"
 finish

@@ -86,6 +86,14 @@ for c in $CASES; do
 		check_hang sleep n2 S 1
 		expect_match "sleep: alone in its loop" 'n2 rank 1: alone' \
 			"$(report "$rep" 'r["hang"]["summary"]' 2>/dev/null)"
+		# the Python stacks, read by gdb from each interpreter: the
+		# sleeper in its own function, the others in the collective
+		expect_match "sleep: the sleeper's Python stack" '^File "[^"]*hang_train\.py", line [0-9]+, in fault$' \
+			"$(forensics '[p["py_stack"][0] for n in r["nodes"] for p in n["processes"] if p.get("train_rank") == 1][0]')"
+		expect_eq "sleep: the others' Python stacks, in all_reduce" "0 all_reduce|2 all_reduce" \
+			"$(forensics '"|".join("%d %s" % (p["train_rank"], p["py_stack"][0].rsplit(" ", 1)[1]) for n in sorted(r["nodes"], key=lambda n: n["node"]) for p in n["processes"] if p.get("train_rank") in (0, 2))')"
+		expect_match "sleep: the verdict says where" 'n2 rank 1: alone: .* at fault \(hang_train\.py:[0-9]+\).* at all_reduce \(distributed_c10d\.py:[0-9]+\)' \
+			"$(report "$rep" 'r["hang"]["summary"]' 2>/dev/null)"
 		;;
 	fifo)
 		# the restart runs through (the fault happens once)

@@ -391,6 +391,44 @@ test_group_nobody(void **state)
 	cJSON_Delete(n);
 }
 
+/* Every rank waits in the same C frames; the Python frame tells the odd one. */
+static void
+test_group_python(void **state)
+{
+	cJSON *n = nodes(-1, "S", ""), *nd, *p, *g;
+	int suspect;
+	const char *summary;
+
+	(void)state;
+	cJSON_ArrayForEach(nd, n) {
+		cJSON_ArrayForEach(p, cJSON_GetObjectItem(nd, "processes")) {
+			cJSON *py;
+			int r = cJSON_GetObjectItem(p, "train_rank") ?
+			        cJSON_GetObjectItem(p, "train_rank")->valueint : -1;
+
+			if (r < 0)
+				continue;
+			py = cJSON_AddArrayToObject(p, "py_stack");
+			cJSON_AddItemToArray(py, cJSON_CreateString(r == 3 ?
+				"File \"/job/train.py\", line 12, in load_batch" :
+				"File \"/usr/lib/python3/torch/distributed/distributed_c10d.py\", "
+				"line 1536, in all_reduce"));
+			cJSON_AddItemToArray(py, cJSON_CreateString("File \"/job/train.py\", line 40, in main"));
+			cJSON_AddItemToArray(py, cJSON_CreateString("thread 1234"));
+			cJSON_AddItemToArray(py, cJSON_CreateString("File \"/job/train.py\", line 7, in fetch"));
+		}
+	}
+	g = hang_group(n, &suspect);
+	assert_int_equal(suspect, 1);
+	summary = cJSON_GetObjectItem(g, "summary")->valuestring;
+	assert_non_null(strstr(summary, "n1 rank 3: alone: wait in futex_wait_queue "
+	                                "(__futex_abstimed_wait) at load_batch (train.py:12)"));
+	assert_non_null(strstr(summary, "5 of 6 processes: wait in futex_wait_queue "
+	                                "(__futex_abstimed_wait) at all_reduce (distributed_c10d.py:1536)"));
+	cJSON_Delete(g);
+	cJSON_Delete(n);
+}
+
 int
 main(void)
 {
@@ -408,6 +446,7 @@ main(void)
 		cmocka_unit_test(test_group_stopped),
 		cmocka_unit_test(test_group_alone),
 		cmocka_unit_test(test_group_nobody),
+		cmocka_unit_test(test_group_python),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,7 @@
 #include "../vigil_test.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,9 @@ test_parse_gdb(void **state)
 		"#2  0x000000000053acbc in PyObject_Vectorcall ()\n"
 		"Traceback (most recent call first):\n"
 		"  File \"/t/train.py\", line 12, in <module>\n"
-		"    time.sleep(1e9)\n";
+		"    time.sleep(1e9)\n"
+		"vigil-py: thread 140686891296448\n"
+		"  File \"/usr/lib/python3.11/threading.py\", line 975, in run\n";
 	cJSON *out = cJSON_CreateArray(), *py = cJSON_CreateArray();
 
 	(void)state;
@@ -39,9 +42,12 @@ test_parse_gdb(void **state)
 	assert_string_equal(cJSON_GetArrayItem(out, 0)->valuestring, "__GI___clock_nanosleep");
 	assert_string_equal(cJSON_GetArrayItem(out, 1)->valuestring, "??");
 	assert_string_equal(cJSON_GetArrayItem(out, 2)->valuestring, "PyObject_Vectorcall");
-	assert_int_equal(cJSON_GetArraySize(py), 1);
+	assert_int_equal(cJSON_GetArraySize(py), 3);
 	assert_string_equal(cJSON_GetArrayItem(py, 0)->valuestring,
 	                    "File \"/t/train.py\", line 12, in <module>");
+	assert_string_equal(cJSON_GetArrayItem(py, 1)->valuestring, "thread 140686891296448");
+	assert_string_equal(cJSON_GetArrayItem(py, 2)->valuestring,
+	                    "File \"/usr/lib/python3.11/threading.py\", line 975, in run");
 	cJSON_Delete(out);
 	cJSON_Delete(py);
 	/* at most MAX frames */
@@ -150,6 +156,52 @@ test_gdb(void **state)
 	end(pids[1]);
 }
 
+/* RUN's result, polled for as a loop would (10 s at most). */
+static cJSON *
+run_wait(struct forensics_run *r, bool reap_all)
+{
+	struct pollfd p = { .fd = forensics_run_fd(r), .events = POLLIN };
+	cJSON *f = NULL;
+
+	for (int i = 0; i < 1000; i++) {
+		assert_true(poll(&p, 1, 10) >= 0);
+		/* the agent reaps the training's orphans with waitpid(-1):
+		 * it may take the look's own child first */
+		if (reap_all)
+			while (waitpid(-1, NULL, WNOHANG) > 0)
+				;
+		if (p.revents && forensics_run_read(r, &f) == 1)
+			return f;
+	}
+	fail_msg("the look did not end");
+	return NULL;
+}
+
+static void
+test_run_in_child(void **state)
+{
+	pid_t pid = sleeper(NULL);
+	struct forensics_opts o = { .budget_s = 2, .gdb = false };
+	struct forensics_run *r;
+	cJSON *f;
+
+	(void)state;
+	for (int reap = 0; reap < 2; reap++) {
+		assert_int_equal(forensics_start(&pid, 1, &o, &r), 0);
+		f = run_wait(r, reap);
+		assert_null(cJSON_GetObjectItem(f, "error"));
+		assert_non_null(find(f, pid));
+		assert_string_equal(cJSON_GetObjectItem(find(f, pid), "state")->valuestring, "S");
+		cJSON_Delete(f);
+		forensics_run_free(r);
+	}
+	/* ended before it is done: the child killed and reaped */
+	assert_int_equal(forensics_start(&pid, 1, &o, &r), 0);
+	forensics_run_free(r);
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), 0);  /* the sleeper alone is left */
+	end(pid);
+}
+
 static void
 test_open_under(void **state)
 {
@@ -177,6 +229,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_gdb),
+		cmocka_unit_test(test_run_in_child),
 		cmocka_unit_test(test_sleeping_and_stopped),
 		cmocka_unit_test(test_gdb),
 		cmocka_unit_test(test_open_under),
