@@ -8,7 +8,10 @@
  * in the kernel (a file system), asleep in its own loop.  The signature
  * of a process is its state and where it waits: the kernel's wait
  * channel, the first named frames of its user stack when gdb could
- * read one, and the innermost Python frame when gdb could read that.  Only the ranks are grouped (processes that carry LOCAL_RANK,
+ * read one, and the innermost Python frame when gdb could read that.
+ * Where every rank but one waits in a collective (its innermost Python
+ * frame in torch.distributed) the one outside it is odd, even among two
+ * ranks, where counting cannot tell.  Only the ranks are grouped (processes that carry LOCAL_RANK,
  * as every launcher sets it) when there are any; the launchers' own
  * processes are in the forensics file, not in the verdict.
  */
@@ -32,6 +35,7 @@ struct item {
 	char label[160];     /* "n3 rank 5" */
 	char sig[256];
 	char state;
+	bool collective;     /* its main thread waits in a collective */
 	int group;
 };
 
@@ -85,6 +89,7 @@ py_where(struct item *it, size_t w)
 		if (*slash == '/')
 			file = slash + 1;
 	line = strtol(fend + 8, NULL, 10);
+	it->collective = strstr(s, "/torch/distributed/") != NULL;
 	snprintf(it->sig + w, sizeof(it->sig) - w, " at %.60s (%.*s:%ld)", func + 5,
 	         (int)(fend - file > 60 ? 60 : fend - file), file, line);
 }
@@ -234,7 +239,7 @@ hang_group(const cJSON *nodes, int *suspect_node)
 	struct item *v = collect(nodes, &n);
 	struct group *g = calloc(n ? n : 1, sizeof(*g));
 	cJSON *out = cJSON_CreateObject(), *groups = cJSON_CreateArray(), *odd = cJSON_CreateArray();
-	int suspect = -1;
+	int suspect = -1, in_collective = 0;
 	bool several = false;
 	char line[1024];
 
@@ -255,6 +260,8 @@ hang_group(const cJSON *nodes, int *suspect_node)
 		cJSON_AddItemToArray(g[k].members, cJSON_CreateString(v[i].label));
 		v[i].group = (int)k;
 	}
+	for (size_t i = 0; i < n; i++)
+		in_collective += v[i].collective;
 	for (size_t i = 0; i < n; i++) {
 		const struct group *mine = &g[v[i].group];
 		int most = 0;
@@ -266,6 +273,8 @@ hang_group(const cJSON *nodes, int *suspect_node)
 			snprintf(why, sizeof(why), "%s", v[i].sig);
 		else if (mine->count == 1 && n >= 3 && (size_t)most * 2 > n)
 			snprintf(why, sizeof(why), "alone: %s", v[i].sig);
+		else if (in_collective && !v[i].collective && (size_t)in_collective + 1 >= n)
+			snprintf(why, sizeof(why), "not in the collective: %s", v[i].sig);
 		else
 			continue;
 		add_odd(odd, &v[i], why);

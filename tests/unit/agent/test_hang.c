@@ -429,6 +429,51 @@ test_group_python(void **state)
 	cJSON_Delete(n);
 }
 
+/* Two ranks: one waits in the collective, the other elsewhere; counting
+ * cannot tell them apart, the collective can.  Both outside it: nobody. */
+static void
+test_group_two_ranks(void **state)
+{
+	const char *where[2][2] = {
+		{ "File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", "
+		  "line 1541, in all_reduce", "File \"/job/train.py\", line 44, in fault" },
+		{ "File \"/job/train.py\", line 40, in step", "File \"/job/train.py\", line 44, in fault" },
+	};
+
+	(void)state;
+	for (int c = 0; c < 2; c++) {
+		cJSON *n = cJSON_CreateArray(), *g;
+		int suspect;
+
+		for (int r = 0; r < 2; r++) {
+			cJSON *o = cJSON_CreateObject(), *ps = cJSON_AddArrayToObject(o, "processes");
+			cJSON *p = proc(r, "S", "futex_wait_queue", "__futex_abstimed_wait");
+			char name[8];
+
+			snprintf(name, sizeof(name), "n%d", r);
+			cJSON_AddStringToObject(o, "node", name);
+			cJSON_AddNumberToObject(o, "rank", r);
+			cJSON_AddItemToArray(cJSON_AddArrayToObject(p, "py_stack"),
+			                     cJSON_CreateString(where[c][r]));
+			cJSON_AddItemToArray(ps, p);
+			cJSON_AddItemToArray(n, o);
+		}
+		g = hang_group(n, &suspect);
+		if (c == 0) {
+			assert_int_equal(suspect, 1);
+			assert_non_null(strstr(cJSON_GetObjectItem(g, "summary")->valuestring,
+			                       "n1 rank 1: not in the collective: wait in "
+			                       "futex_wait_queue (__futex_abstimed_wait) at fault "
+			                       "(train.py:44)"));
+		} else {
+			assert_int_equal(suspect, -1);
+			assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "odd")), 0);
+		}
+		cJSON_Delete(g);
+		cJSON_Delete(n);
+	}
+}
+
 int
 main(void)
 {
@@ -447,6 +492,7 @@ main(void)
 		cmocka_unit_test(test_group_alone),
 		cmocka_unit_test(test_group_nobody),
 		cmocka_unit_test(test_group_python),
+		cmocka_unit_test(test_group_two_ranks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
