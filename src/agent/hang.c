@@ -342,3 +342,21 @@ hang_describe(const struct hang_finding *f, char *buf, size_t len)
 		snprintf(buf, len, "no iteration on any node for %.1f s (hang timeout %.1f s%s)",
 		         f->silent_s, f->timeout_s, f->first ? ", before the first iteration" : "");
 }
+
+enum run_on_hang
+hang_policy(const struct run_opts *o)
+{
+	if (o->on_hang != RUN_ON_HANG_AUTO)
+		return (enum run_on_hang)o->on_hang;
+	return o->resume ? RUN_ON_HANG_REQUEUE : o->restart_max > 0 ? RUN_ON_HANG_RESTART
+	                                                           : RUN_ON_HANG_ALERT;
+}
+
+bool
+hang_arms_faulthandler(const struct run_opts *o)
+{
+	enum run_on_hang p = hang_policy(o);
+
+	return (o->hang_timeout_s > 0 || o->hang_silence_s > 0) &&
+	       (p == RUN_ON_HANG_STOP || p == RUN_ON_HANG_REQUEUE);
+}

@@ -48,6 +48,7 @@
 #include <cJSON.h>
 
 #include "comm/msg.h"
+#include "conf/run_opts.h"
 
 #define HANG_MULT 10.0        /* the timeout: this many median e2e times ... */
 #define HANG_FIRST_MULT 10.0  /* ... and this many timeouts before an attempt's first iteration */
@@ -150,5 +151,22 @@ void hang_describe(const struct hang_finding *f, char *buf, size_t len);
  * none or several.  NULL on ENOMEM.
  */
 cJSON *hang_group(const cJSON *nodes, int *suspect_node);
+
+/*
+ * What --on-hang O->on_hang comes to: RUN_ON_HANG_AUTO resolved (requeue
+ * with --resume, restart with --restart, else alert: a training that
+ * said neither how to resume nor how often to restart may lose
+ * everything when stopped, and a long evaluation that prints no timing
+ * line must not cost that; told, its user or the site decides).
+ */
+enum run_on_hang hang_policy(const struct run_opts *o);
+
+/*
+ * Whether vigil arms Python's faulthandler in the training's environment
+ * (PYTHONFAULTHANDLER): hang detection is on and a hang ends the
+ * training (stop, requeue), so that a training whose Python stacks gdb
+ * could not read dumps them itself when it is ended (node.c).
+ */
+bool hang_arms_faulthandler(const struct run_opts *o);
 
 #endif

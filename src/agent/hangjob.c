@@ -161,18 +161,11 @@ hangjob_forensics(struct job *j, int rank, const cJSON *f, double now)
 static enum coord_hang_policy
 policy(const struct run_opts *o)
 {
-	switch (o->on_hang) {
-	case RUN_ON_HANG_ALERT: return COORD_HANG_ALERT;
+	switch (hang_policy(o)) {
 	case RUN_ON_HANG_STOP: return COORD_HANG_STOP;
 	case RUN_ON_HANG_RESTART: return COORD_HANG_RESTART;
 	case RUN_ON_HANG_REQUEUE: return COORD_HANG_REQUEUE;
-	default:
-		/* A training that said neither how to resume nor how often to
-		 * restart may lose everything when stopped: a long evaluation
-		 * that prints no timing line must not cost that.  Told, its
-		 * user (or the site, --on-hang stop) decides. */
-		return o->resume ? COORD_HANG_REQUEUE : o->restart_max > 0 ? COORD_HANG_RESTART
-		                                                          : COORD_HANG_ALERT;
+	default: return COORD_HANG_ALERT;
 	}
 }
 

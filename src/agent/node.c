@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,6 +46,8 @@ extern char **environ;
 #define DRAIN_MS 2000            /* after the child exits, wait this long for EOF */
 #define STOP_AFTER_CKPT_MS 5000  /* TERM to KILL once the checkpoint's grace is over */
 #define FORENSICS_TAIL 8         /* stderr lines in a hang's forensics */
+#define DUMP_MS 1000             /* SIGABRT (faulthandler's dump) to SIGTERM */
+#define DUMP_MAX 64              /* Python processes asked for their dump */
 
 /*
  * The node's lifecycle, in three parts that move independently: the
@@ -159,6 +162,9 @@ struct node {
 	struct child *child;
 	int agent_signal;
 	bool cancelled;  /* the batch system cancels the job: no checkpoint */
+	bool fh_armed;   /* the training runs with Python's faulthandler on */
+	pid_t dump[DUMP_MAX];  /* the last look's Python processes without a stack */
+	int ndump;
 	char start_error[512];
 	int start_code;
 	struct loop_timer *kill_timer, *drain_timer, *ckpt_timer;
@@ -595,6 +601,61 @@ static void
 stop(struct node *n, enum event ev, int sig)
 {
 	stop_after(n, ev, sig, (long)(n->ro->grace_s * 1000));
+}
+
+static long
+on_dumped(struct loop *l, void *arg)
+{
+	struct node *n = arg;
+
+	(void)l;
+	n->kill_timer = NULL;
+	if (alive(n)) {
+		(void)child_signal(n->child, SIGTERM);
+		n->kill_timer = loop_add_timer(n->loop, (long)(n->ro->grace_s * 1000),
+		                               on_kill_timeout, n);
+	}
+	return LOOP_NOMORE;
+}
+
+/*
+ * Stop a hung training whose Python stacks gdb could not read: each such
+ * process (the last look's) gets SIGABRT, on which faulthandler writes
+ * every thread's stack to its stderr (the training's output, the
+ * report's stderr tail), with no core file (RLIMIT_CORE 0 first: a
+ * training's core is large and not asked for); a stopped one SIGCONT to
+ * take it.  Then, DUMP_MS later, the stop as ever: SIGTERM, KILL after
+ * the grace period.
+ */
+static void
+stop_dumping(struct node *n)
+{
+	struct rlimit none = { 0, 0 };
+	pid_t *pids = NULL;
+	size_t np = 0;
+	int asked = 0;
+
+	/* still the training's: a pid gone since may be someone else's now */
+	(void)child_descendants(n->child, &pids, &np);
+	for (int i = 0; i < n->ndump; i++) {
+		size_t k;
+
+		for (k = 0; k < np && pids[k] != n->dump[i]; k++)
+			;
+		if (k == np)
+			continue;
+		(void)prlimit(n->dump[i], RLIMIT_CORE, &none, NULL);
+		(void)kill(n->dump[i], SIGABRT);
+		(void)kill(n->dump[i], SIGCONT);
+		asked++;
+	}
+	free(pids);
+	n->ndump = 0;
+	if (asked)
+		LOG_INFO("asked %d Python process%s of the training for their stacks "
+		         "(faulthandler) before it stops", asked, asked == 1 ? "" : "es");
+	if (step(n, &n->phase, EV_STOP))
+		n->kill_timer = loop_add_timer(n->loop, DUMP_MS, on_dumped, n);
 }
 
 /* The checkpoint's grace is over: the training saved or not, it stops now. */
@@ -1080,6 +1141,24 @@ fail:
 	return rc;
 }
 
+/*
+ * Python's faulthandler, armed in the training's environment when a hang
+ * ends the training (hang_arms_faulthandler()): a Python process whose
+ * stacks gdb could not read (no gdb, no python3-dbg) writes every
+ * thread's stack to its stderr on SIGABRT, as it is ended anyway.  A
+ * value the user set is kept.
+ */
+static void
+arm_faulthandler(struct node *n)
+{
+	const char *v;
+
+	if (hang_arms_faulthandler(n->ro))
+		(void)setenv("PYTHONFAULTHANDLER", "1", 0);
+	v = getenv("PYTHONFAULTHANDLER");
+	n->fh_armed = hang_arms_faulthandler(n->ro) && v && *v;
+}
+
 int
 node_launch(struct node *n)
 {
@@ -1092,6 +1171,7 @@ node_launch(struct node *n)
 	/* which attempt this is, for the training (故障重启) */
 	snprintf(count, sizeof(count), "%d", n->attempt);
 	setenv("VIGIL_RESTART_COUNT", count, 1);
+	arm_faulthandler(n);
 	rc = prepare_run_dir(n, err, sizeof(err));
 	if (rc < 0) {
 		n->start_code = rundir_usage_error(rc) ? VIGIL_EXIT_USAGE : VIGIL_EXIT_INTERNAL;
@@ -1197,6 +1277,7 @@ restart(struct node *n, const struct msg_command *c)
 	n->agent_signal = 0;
 	n->start_error[0] = '\0';
 	n->tailed = 0;
+	n->ndump = 0;
 	n->attempt = c->attempt;
 	if (set_attempt(n, c->members, c->nmembers, c->master_addr, c->master_port) < 0 ||
 	    node_launch(n) < 0) {
@@ -1213,7 +1294,10 @@ node_command(struct node *n, const struct msg_command *c)
 	switch (c->command) {
 	case MSG_CMD_STOP:
 		LOG_INFO("stopping: %s", c->reason ? c->reason : "the coordinator said so");
-		stop(n, EV_STOP, SIGTERM);
+		if (n->ndump > 0 && alive(n))
+			stop_dumping(n);
+		else
+			stop(n, EV_STOP, SIGTERM);
 		break;
 	case MSG_CMD_CHECKPOINT:
 		checkpoint(n);
@@ -1271,6 +1355,27 @@ look_end(struct node *n)
 	n->look_timer = NULL;
 }
 
+/*
+ * The Python processes of look F whose stacks gdb did not read: asked
+ * for faulthandler's dump if the training is ended (stop_dumping()).
+ */
+static void
+want_dumps(struct node *n, const cJSON *f)
+{
+	const cJSON *p;
+
+	n->ndump = 0;
+	if (!n->fh_armed)
+		return;
+	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(f, "processes")) {
+		const char *st = json_str(p, "state", "?");
+
+		if (n->ndump < DUMP_MAX && strncmp(json_str(p, "comm", ""), "python", 6) == 0 &&
+		    !cJSON_GetObjectItemCaseSensitive(p, "py_stack") && strchr("RST", st[0]))
+			n->dump[n->ndump++] = (pid_t)json_num(p, "pid", 1, 1e9, 0);
+	}
+}
+
 /* The look is over: F (taken) to the coordinator, with the last stderr lines. */
 static void
 look_done(struct node *n, cJSON *f)
@@ -1290,6 +1395,7 @@ look_done(struct node *n, cJSON *f)
 	tail = cJSON_AddArrayToObject(f, "stderr_tail");
 	for (int i = k > FORENSICS_TAIL ? k - FORENSICS_TAIL : 0; tail && i < k; i++)
 		cJSON_AddItemToArray(tail, cJSON_CreateString(lines[i]));
+	want_dumps(n, f);
 	err = json_str(f, "error", NULL);
 	if (err)
 		LOG_WARN("the training looks hung, and could not be looked at: %s", err);

@@ -23,6 +23,7 @@ MPI_LIMIT=90 run_mpi -np 2 "$VIGIL" run --mode pytorch --precheck off --heartbea
 expect_eq "stopped as hung" 84 "$rc"
 expect_eq "both ranks' Python stacks" "0 wait_for_peer|1 wait_for_peer" \
 	"$(report "$rep.hang.json" '"|".join(sorted("%s %s" % (n["rank"], p["py_stack"][0].rsplit(" ", 1)[1]) for n in r["nodes"] for p in n["processes"] if p.get("py_stack")))' 2>/dev/null)"
+report "$rep.hang.json" '"\n".join("node %s: %s s, %s" % (n["rank"], n.get("seconds"), n.get("error") or [p.get("stack_error") for p in n["processes"]]) for n in r["nodes"])' 2>&1
 expect_eq "no node lost, no stall" 0 "$(grep -cE '"kind":"(lost|stall)"' "$ev")"
 expect_eq "both nodes answered" 2 "$(report "$rep.hang.json" 'len(r["nodes"])' 2>/dev/null)"
 finish

@@ -84,4 +84,30 @@ expect_match "python: the other thread's stack after it" \
 	'in <module> thread [0-9]+ File "[^"]*/t\.py", line 3, in prefetch' "$py"
 expect_match "python: the verdict names the function" 'at stuck_in_loader \(t\.py:5\)' \
 	"$(report "$SCRATCH/r6.json" 'r["hang"]["summary"]' 2>/dev/null)"
+
+# Without a gdb that can read Python stacks (a gdb that fails, bound over
+# /usr/bin/gdb in a mount namespace of the test's own), a training that
+# a hang ends gets faulthandler armed (PYTHONFAULTHANDLER) and SIGABRT
+# before the stop: every thread's stack in its stderr, no core file.
+# Where the hang only alerts, nothing is armed.
+printf '#!/bin/sh\nexit 1\n' >"$SCRATCH/nogdb"; chmod 755 "$SCRATCH/nogdb"
+sed -i 's/^import threading, time$/import os, threading, time\nprint("faulthandler=" + os.environ.get("PYTHONFAULTHANDLER", ""), flush=True)/' "$SCRATCH/t.py"
+nogdb_run() {
+	(cd "$SCRATCH" && ulimit -c unlimited &&
+		unshare -m sh -c 'mount --bind "$0" /usr/bin/gdb && exec "$@"' "$SCRATCH/nogdb" \
+		timeout -k 5 60 "$VIGIL" run --mode single --precheck off "$@")
+}
+nogdb_run --hang-timeout 2 --on-hang stop --report "$SCRATCH/r7.json" -- /usr/bin/python3 "$SCRATCH/t.py" \
+	>"$SCRATCH/out7" 2>&1; rc=$?
+expect_eq "faulthandler: stopped as hung" 84 "$rc"
+expect_match "faulthandler: armed" '^faulthandler=1$' "$(cat "$SCRATCH/out7")"
+expect_eq "faulthandler: no stack from gdb" "" \
+	"$(report "$SCRATCH/r7.json.hang.json" '" ".join(" ".join(p.get("py_stack", [])) for n in r["nodes"] for p in n["processes"])' 2>/dev/null)"
+expect_match "faulthandler: the main thread's stack in the training's stderr" \
+	'File "[^"]*/t\.py", line 6 in stuck_in_loader' "$(cat "$SCRATCH/out7")"
+expect_match "faulthandler: the other thread's too" 'File "[^"]*/t\.py", line 4 in prefetch' "$(cat "$SCRATCH/out7")"
+expect_eq "faulthandler: no core file" "" "$(find "$SCRATCH" -maxdepth 1 -name 'core*')"
+nogdb_run --hang-timeout 1 --on-hang alert -- /usr/bin/python3 -c \
+	'import os; print("faulthandler=" + os.environ.get("PYTHONFAULTHANDLER", ""))' >"$SCRATCH/out8" 2>&1
+expect_match "alert: nothing armed" '^faulthandler=$' "$(cat "$SCRATCH/out8")"
 finish
