@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -645,7 +646,10 @@ stop_dumping(struct node *n)
 		if (k == np)
 			continue;
 		(void)prlimit(n->dump[i], RLIMIT_CORE, &none, NULL);
-		(void)kill(n->dump[i], SIGABRT);
+		/* to the main thread: it takes the signal before it runs on
+		 * after SIGCONT, so its stack is where it stopped */
+		if (syscall(SYS_tgkill, n->dump[i], n->dump[i], SIGABRT) < 0)
+			(void)kill(n->dump[i], SIGABRT);
 		(void)kill(n->dump[i], SIGCONT);
 		asked++;
 	}
@@ -1362,14 +1366,21 @@ look_end(struct node *n)
 static void
 want_dumps(struct node *n, const cJSON *f)
 {
-	const cJSON *p;
+	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(f, "processes"), *p;
+	bool ranks = false;
 
 	n->ndump = 0;
 	if (!n->fh_armed)
 		return;
-	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(f, "processes")) {
+	cJSON_ArrayForEach(p, procs)
+		ranks = ranks || cJSON_GetObjectItemCaseSensitive(p, "train_rank");
+	cJSON_ArrayForEach(p, procs) {
 		const char *st = json_str(p, "state", "?");
 
+		/* the ranks where there are any: a launcher (torchrun) ends
+		 * its workers in its own way, and its stack tells nothing */
+		if (ranks && !cJSON_GetObjectItemCaseSensitive(p, "train_rank"))
+			continue;
 		if (n->ndump < DUMP_MAX && strncmp(json_str(p, "comm", ""), "python", 6) == 0 &&
 		    !cJSON_GetObjectItemCaseSensitive(p, "py_stack") && strchr("RST", st[0]))
 			n->dump[n->ndump++] = (pid_t)json_num(p, "pid", 1, 1e9, 0);

@@ -77,6 +77,11 @@ for c in $CASES; do
 		expect_eq "stop: the exclude list" n2 "$(cat "$excl" 2>/dev/null)"
 		expect_match "stop: no checkpoint, said" 'no checkpoint was taken' \
 			"$(report "$rep" 'r["reason"]' 2>/dev/null)"
+		# gdb does not attach to a stopped process: faulthandler's dump
+		# gives its Python stack, and only its (not the launchers')
+		expect_match "stop: the stopped rank's stack, from faulthandler" \
+			'\[n2:1\]   File "[^"]*hang_train\.py", line [0-9]+ in fault' "$(cat "$log")"
+		expect_eq "stop: one faulthandler dump, the stopped rank's" 1 "$(grep -c 'Fatal Python error: Aborted' "$log")"
 		expect_match "stop: a gdb stack of a waiting rank" '[a-z_]' \
 			"$(forensics '" ".join(p["stack"][0] for n in r["nodes"] for p in n["processes"] if p.get("train_rank") == 0 and "stack" in p)')"
 		;;
