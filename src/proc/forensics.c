@@ -696,8 +696,14 @@ forensics_run_read(struct forensics_run *r, cJSON **out)
 void
 forensics_run_free(struct forensics_run *r)
 {
+	cJSON *f;
+
 	if (!r)
 		return;
+	/* At its end the child is gone, and may have been reaped by
+	 * someone else (run_result()): its pid is not signalled then. */
+	if (r->pid > 0 && forensics_run_read(r, &f) == 1)
+		cJSON_Delete(f);
 	if (r->pid > 0) {
 		(void)kill(r->pid, SIGKILL);
 		while (waitpid(r->pid, NULL, 0) < 0 && errno == EINTR)
