@@ -49,6 +49,7 @@ extern char **environ;
 #define FORENSICS_TAIL 8         /* stderr lines in a hang's forensics */
 #define DUMP_MS 1000             /* SIGABRT (faulthandler's dump) to SIGTERM */
 #define DUMP_MAX 64              /* Python processes asked for their dump */
+#define DUMP_FRESH_MS 30000      /* a look this old no longer picks them */
 
 /*
  * The node's lifecycle, in three parts that move independently: the
@@ -166,6 +167,7 @@ struct node {
 	bool fh_armed;   /* the training runs with Python's faulthandler on */
 	pid_t dump[DUMP_MAX];  /* the last look's Python processes without a stack */
 	int ndump;
+	uint64_t dump_at;      /* when that look ended (loop ms) */
 	char start_error[512];
 	int start_code;
 	struct loop_timer *kill_timer, *drain_timer, *ckpt_timer;
@@ -1298,7 +1300,9 @@ node_command(struct node *n, const struct msg_command *c)
 	switch (c->command) {
 	case MSG_CMD_STOP:
 		LOG_INFO("stopping: %s", c->reason ? c->reason : "the coordinator said so");
-		if (n->ndump > 0 && alive(n))
+		/* the stop that follows the look at a hung training, not one
+		 * long after it (the training moved on, the job ends anyway) */
+		if (n->ndump > 0 && alive(n) && loop_now(n->loop) - n->dump_at < DUMP_FRESH_MS)
 			stop_dumping(n);
 		else
 			stop(n, EV_STOP, SIGTERM);
@@ -1370,6 +1374,7 @@ want_dumps(struct node *n, const cJSON *f)
 	bool ranks = false;
 
 	n->ndump = 0;
+	n->dump_at = loop_now(n->loop);
 	if (!n->fh_armed)
 		return;
 	cJSON_ArrayForEach(p, procs)
