@@ -19,17 +19,57 @@
 #include "lib/util.h"
 #include "sys/topo.h"
 
+static bool ended_by_launcher(void);
+
+/* cmd_usage_error(), cmd_syntax_error(): JOB, the same on every rank. */
+static int
+usage_v(const char *cmd, bool job, const char *fmt, va_list ap)
+{
+	/* the wait first, either way: this rank leaving must not make the
+	 * launcher end the first one before it has said it */
+	if (!cmd_speaks() && (ended_by_launcher() || job))
+		return VIGIL_EXIT_USAGE;
+	fprintf(stderr, "vigil %s: ", cmd);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\nTry `vigil %s --help'.\n", cmd);
+	return VIGIL_EXIT_USAGE;
+}
+
 int
 cmd_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
+	int rc;
 
-	fprintf(stderr, "vigil %s: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	rc = usage_v(cmd, false, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry `vigil %s --help'.\n", cmd);
-	return VIGIL_EXIT_USAGE;
+	return rc;
+}
+
+int
+cmd_syntax_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = usage_v(cmd, true, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+cmd_option_error(const char *cmd, char *const argv[], int ch)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+	size_t len = strcspn(arg, "=");
+
+	if (optopt && strncmp(arg, "--", 2) != 0)
+		return cmd_syntax_error(cmd, ch == ':' ? "option '-%c' needs a value" :
+		                        "unknown option '-%c'", optopt);
+	return cmd_syntax_error(cmd, ch == ':' ? "option '%.*s' needs a value" :
+	                        "unknown option '%.*s'", (int)(len > 100 ? 100 : len), arg);
 }
 
 bool

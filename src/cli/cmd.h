@@ -30,10 +30,33 @@ int cmd_report(int argc, char **argv);
 int cmd_stage(int argc, char **argv);
 int cmd_nodes(int argc, char **argv);
 
-/* "vigil CMD: MESSAGE" and the pointer to --help on stderr; returns
- * VIGIL_EXIT_USAGE. */
+/*
+ * "vigil CMD: MESSAGE" and the pointer to --help on stderr; returns
+ * VIGIL_EXIT_USAGE.  Under an MPI launcher the options are the same on
+ * every rank: a rank that does not speak (cmd_speaks()) says it only if
+ * the launcher has not ended it within CMD_QUIET_WAIT_MS (as
+ * cmd_node_error(): the error may be its own, a file missing there).
+ */
 int cmd_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/*
+ * As cmd_usage_error(), for an error in the command line's own text (an
+ * option's name or the form of its value), which every rank given the
+ * same command line meets: only the first rank says it; the others wait
+ * for the launcher as ever, then leave without a word (a launcher such
+ * as Hydra ends no rank for another, so they would all say it).
+ */
+int cmd_syntax_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * getopt_long() returned CH ('?': an unknown option, ':': one without
+ * its value; OPTSTRING must start with ':', after any '+', and opterr be
+ * 0, so that getopt itself says nothing on every rank): the usage error
+ * that names the option in ARGV.
+ */
+int cmd_option_error(const char *cmd, char *const argv[], int ch);
 
 /*
  * Whether this agent says what every agent would: the first rank under

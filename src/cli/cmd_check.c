@@ -176,7 +176,12 @@ check_parse(int argc, char **argv, struct check_opts *o, struct config *cfg)
 	int c, rc;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:vh", opts, NULL)) != -1) {
+		if (c == '?' || c == ':') {
+			rc = cmd_option_error("check", argv, c);
+			goto out;
+		}
 		rc = cmd_check_flag("check", c, optarg, &f);
 		if (rc == 1)
 			continue;

@@ -76,6 +76,7 @@ long_options(struct option *out, char *letters, size_t len)
 	size_t n = 0, k = 0;
 
 	letters[k++] = '+';  /* stop at the command */
+	letters[k++] = ':';  /* a missing value is told apart (cmd_option_error()) */
 	for (size_t i = 0; i < CMD_CHECK_NOPTIONS; i++)
 		out[n++] = check[i];
 	for (size_t i = 0; i < opts_run_count; i++) {
@@ -162,9 +163,9 @@ take_option(struct run_cli *c, const struct opts_run *opt, const char *arg, bool
 
 	if (rc == -EINVAL) {
 		unit_hint(arg ? arg : "", hint, sizeof(hint));
-		return cmd_usage_error("run", "--%s needs %s, got '%s'%s", opt->name,
-		                       strncmp(why, "expected ", 9) == 0 ? why + 9 : why,
-		                       arg ? arg : "", hint);
+		return cmd_syntax_error("run", "--%s needs %s, got '%s'%s", opt->name,
+		                        strncmp(why, "expected ", 9) == 0 ? why + 9 : why,
+		                        arg ? arg : "", hint);
 	}
 	if (rc < 0)
 		return cmd_usage_error("run", "--%s: %s", opt->name, why);
@@ -204,10 +205,10 @@ stray_unit(char **argv, int argc, int last, const char *value, bool bare)
 	if (!opt || opt->kind != OPTS_DURATION || !bare || optind >= argc ||
 	    strcmp(argv[optind - 1], "--") == 0 || !opts_unit_word(argv[optind]))
 		return 0;
-	return cmd_usage_error("run", "--%s %s %s: the unit belongs to the number, as in "
-	                       "--%s %s%c; as written, '%s' would be run as the command",
-	                       opt->name, value, argv[optind], opt->name, value,
-	                       tolower((unsigned char)argv[optind][0]), argv[optind]);
+	return cmd_syntax_error("run", "--%s %s %s: the unit belongs to the number, as in "
+	                        "--%s %s%c; as written, '%s' would be run as the command",
+	                        opt->name, value, argv[optind], opt->name, value,
+	                        tolower((unsigned char)argv[optind][0]), argv[optind]);
 }
 
 /*
@@ -224,7 +225,7 @@ check_listed(struct run_cli *c, const struct opts_run *opt, const char *arg)
 	char name[64], other[64], why[320];
 
 	if ((stage ? c->o->nstage : c->o->nhook) == RUN_LIST_MAX)
-		return cmd_usage_error("run", "at most %d --%s options", RUN_LIST_MAX, opt->name);
+		return cmd_syntax_error("run", "at most %d --%s options", RUN_LIST_MAX, opt->name);
 	if (!stage) {
 		if (hooks_parse_spec(arg, &h, why, sizeof(why)) < 0)
 			return cmd_usage_error("run", "--hook '%s': %s", arg, why);
@@ -257,7 +258,10 @@ parse_args(int argc, char **argv, struct run_cli *c)
 
 	long_options(longopts, letters, sizeof(letters));
 	optind = 0;
+	opterr = 0;
 	while ((ch = getopt_long(argc, argv, letters, longopts, NULL)) != -1) {
+		if (ch == '?' || ch == ':')
+			return cmd_option_error("run", argv, ch);
 		rc = cmd_check_flag("run", ch, optarg, &c->f);
 		last = -1;
 		if (rc == 1)

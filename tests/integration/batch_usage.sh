@@ -6,7 +6,8 @@
 #     the training never run (it wrote to an empty $VIGIL_OUTPUT_DIR, "/");
 #   - no output directory in the file nor --output-dir: refused, named;
 #   - a missing algorithm directory named, with the node (64, not 127);
-#   - under mpirun -np 3 (and Hydra), an error of the file's text said once
+#   - under mpirun -np 3 (and Hydra), an error of the file's text said once,
+#     and so is a wrong option of vigil run or vigil check
 #     for the job, every rank leaving with 64; a directory missing on one
 #     node only, said by that node.
 . "$(dirname "$0")/lib.sh"
@@ -80,6 +81,20 @@ for f in broken outptu noalg; do
 	expect_eq "$f, 3 ranks: the message once" 1 \
 		"$(count_msg "$out" "^vigil run: $SCRATCH/$f.json: ")"
 done
+
+# Options that are wrong are wrong on every rank: said once too, naming
+# the option (getopt's own message, one per rank, is not printed).
+out=$(mpi -np 3 "$SCRATCH/late.sh" --bogus-option -- true 2>&1); rc=$?
+expect_eq "an unknown option, 3 ranks: the launcher's status" 64 "$rc"
+expect_eq "an unknown option, 3 ranks: said once" 1 \
+	"$(count_msg "$out" "^vigil run: unknown option '--bogus-option'$")"
+expect_eq "an unknown option, 3 ranks: getopt says nothing" 0 "$(count_msg "$out" "unrecognized option")"
+out=$(mpi -np 3 "$SCRATCH/late.sh" --heartbeat soon -- true 2>&1); rc=$?
+expect_eq "a bad value, 3 ranks: said once" "64 1" \
+	"$rc $(count_msg "$out" "^vigil run: --heartbeat needs a duration")"
+out=$(mpi -np 3 "$VIGIL" check --events 2>&1); rc=$?
+expect_eq "vigil check, a missing value, 3 ranks: said once" "64 1" \
+	"$rc $(count_msg "$out" "^vigil check: option '--events' needs a value$")"
 
 # The ranks' own statuses, with this script as the launcher: ranks 1 and
 # 2 first, then rank 0; once it has left, SIGTERM to the others, as
