@@ -321,6 +321,8 @@ output_lost_total(const struct node *n)
 	return (n->out ? stream_lost(n->out) : 0) + (n->err ? stream_lost(n->err) : 0);
 }
 
+static void inspect_now(struct node *n);
+
 /* How this attempt's training ended (or that this node ran none), once. */
 static void
 send_result(struct node *n, bool idle)
@@ -350,6 +352,15 @@ send_result(struct node *n, bool idle)
 		if (WIFSIGNALED(st))
 			r->signal = WTERMSIG(st);
 	}
+	/*
+	 * A training that failed on its own may have failed for a fault the
+	 * next inspection would find (a NIC down breaks its collectives
+	 * within a second): look now, so that the finding reaches the
+	 * coordinator before the result (one sender's messages keep their
+	 * order) and no restart is planned on this node.
+	 */
+	if ((r->exit_code || r->signal) && !n->agent_signal && !r->error)
+		inspect_now(n);
 	if (n->ckpt != PH_UNASKED) {
 		if (n->ckpt == PH_SAVING)
 			judge_checkpoint(n, exited);
@@ -769,20 +780,16 @@ send_usage(struct node *n)
 	cJSON_Delete(u);
 }
 
-/* Every --inspect-interval: sysfs, then the boards, then what is used. */
-static long
-on_inspect(struct loop *l, void *arg)
+/* sysfs, then the boards: what is wrong now that was not before goes to the coordinator. */
+static void
+inspect_now(struct node *n)
 {
-	struct node *n = arg;
 	struct finding *f = NULL;
 	size_t nf = 0;
 	int rc;
 
-	(void)l;
-	if (n->watch == PH_QUIET) {
-		n->inspect_timer = NULL;
-		return LOOP_NOMORE;
-	}
+	if (!n->insp)
+		return;
 	rc = inspect_run(n->insp, &f, &nf);
 	if (rc < 0) {
 		LOG_WARN("inspection failed: %s", strerror(-rc));
@@ -792,6 +799,20 @@ on_inspect(struct loop *l, void *arg)
 	}
 	free(f);
 	take_board_findings(n);
+}
+
+/* Every --inspect-interval: sysfs, then the boards, then what is used. */
+static long
+on_inspect(struct loop *l, void *arg)
+{
+	struct node *n = arg;
+
+	(void)l;
+	if (n->watch == PH_QUIET) {
+		n->inspect_timer = NULL;
+		return LOOP_NOMORE;
+	}
+	inspect_now(n);
 	send_usage(n);
 	return (long)(n->ro->inspect_s * 1000);
 }

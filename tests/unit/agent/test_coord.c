@@ -825,6 +825,26 @@ test_restart_exhausted(void **state)
 	assert_true(said(&f->rec, "(no restarts left)"));
 }
 
+
+/* A node found faulty (a NIC fault the training survived) and then a crash
+ * on another node: --restart starts again, never on the faulty node. */
+static void
+test_restart_avoids_faulty_node(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.restart_max = 1;
+	start(f, 0, 0);
+	note(f, 1, 0, "fail", 3);
+	assert_true(coord_faulty(f->c, 1));
+	result(f, 0, 1, 0, 4);
+	result(f, 1, 143, SIGTERM, 5);
+	result(f, 2, 143, SIGTERM, 5);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,2]"), 3);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,1,2]"), 0);
+}
+
 /* ---- a hung training (coord_hang()) ---------------------------------------------- */
 
 /* Every training told to stop ends with 143: not a failure of its own. */
@@ -1779,6 +1799,7 @@ main(void)
 		T(test_checkpoint_not_confirmed),
 		T(test_restart_then_success),
 		T(test_restart_exhausted),
+		T(test_restart_avoids_faulty_node),
 		T(test_hang_requeue),
 		T(test_hang_requeue_nobody),
 		T(test_hang_restart_counts),

@@ -442,6 +442,45 @@ test_second_checkpoint_refused(void **state)
 	assert_int_equal(count_in_err(fx, "checkpoint: SIGUSR1 to the training"), 1);
 }
 
+
+/*
+ * A training that fails on a node whose NIC is down: the node inspects
+ * before it reports, so the coordinator hears of the fault before the
+ * result and plans no restart there (the interval's inspection is an
+ * hour away here).
+ */
+static void
+test_failure_inspects_before_result(void **state)
+{
+	struct fixture *fx = *state;
+	char root[] = "/tmp/vigil-node-XXXXXX", path[256];
+	int note;
+	FILE *f;
+
+	assert_non_null(mkdtemp(root));
+	snprintf(path, sizeof(path), "mkdir -p %s/sys/class/net/eth1", root);
+	assert_int_equal(system(path), 0);
+	snprintf(path, sizeof(path), "%s/sys/class/net/eth1/operstate", root);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("down\n", f);
+	fclose(f);
+	free(fx->cfg.sysfs_root);
+	fx->cfg.sysfs_root = strdup(root);
+	fx->cfg.nics = calloc(1, sizeof(*fx->cfg.nics));
+	assert_non_null(fx->cfg.nics);
+	fx->cfg.nics[0] = strdup("eth1");
+	fx->cfg.nnics = 1;
+	fx->ro.inspect_s = 3600;
+	launch(fx, "exit 1");
+	assert_true(pump(fx, NULL));
+	note = sent(fx, MSG_NOTE);
+	assert_true(note >= 0);
+	assert_true(note < sent(fx, MSG_RESULT));
+	assert_non_null(strstr(fx->texts[note], "eth1"));
+	snprintf(path, sizeof(path), "rm -rf %s", root);
+	assert_int_equal(system(path), 0);
+}
+
 /*
  * The relay, line by line: whole lines go out at once; a line begun
  * waits for its end up to STREAM_LINE_WAIT_US on the clock, then goes as
@@ -488,6 +527,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_exit_sends_result, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_escalates_to_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checkpoint_then_exit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failure_inspects_before_result, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_second_checkpoint_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_relay_lines, setup, teardown),
 	};
