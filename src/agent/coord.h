@@ -88,6 +88,7 @@ struct coord_opts {
 	bool resume;                /* checkpoint and requeue on faults, signals, time */
 	int restart_max;            /* fault restart: attempts after the first */
 	int min_nodes;              /* elastic: go on with at least this many; 0 off */
+	int spares;                 /* hot spares: the last this many ranks wait (--spares) */
 	int max_resumes;            /* -1: no limit */
 	int resumes_done;           /* earlier requeues of this job */
 	bool perf_reschedule;       /* a performance alert checkpoints and requeues */
@@ -199,6 +200,13 @@ void coord_note(struct coord *c, int rank, const struct msg_note *n, double now)
  * it.  Ignored once the job is past running.
  */
 void coord_alert(struct coord *c, int rank, const char *message, double now);
+
+/*
+ * RANK's heartbeat says its training printed ITERS iterations in this
+ * attempt: after a recovery with a spare (--spares), the spare's first
+ * iteration times it, from the fault (in the report's recoveries).
+ */
+void coord_progress(struct coord *c, int rank, double iters, double now);
 
 /* What --on-hang does about a hung training (hang.h). */
 enum coord_hang_policy {

@@ -1142,10 +1142,15 @@ node_launch(struct node *n)
 	return 0;
 }
 
-/* A node the plan left out (the pre-check, --min-nodes) runs nothing. */
+/* A node the plan left out (the pre-check, --min-nodes) or a spare runs nothing. */
 static void
 describe_left_out(const struct node *n, FILE *f)
 {
+	if (n->ro->spares > 0 && n->o.rank >= n->nranks - n->ro->spares) {
+		fprintf(f, "spare: runs no training; takes the place of a node that fails "
+		        "(--spares %d)\n", n->ro->spares);
+		return;
+	}
 	fprintf(f, "left out: not ready at the pre-check; %d of %d nodes train without it "
 	        "(--min-nodes %d): no training runs here\n", n->nmembers, n->nranks,
 	        n->ro->min_nodes);

@@ -334,6 +334,8 @@ job_route(struct job *j, int src, int tag, const char *text)
 			j->byes++;  /* (the rest are waited for on the way out) */
 		break;
 	case MSG_HEARTBEAT:
+		if (j->coord && m.u.heartbeat.progress)
+			coord_progress(j->coord, src, m.u.heartbeat.iters, now);
 		if (j->coord)
 			hangjob_beat(j, src, &m.u.heartbeat, now);
 		break;
