@@ -1677,6 +1677,19 @@ coord_nlost(const struct coord *c)
 }
 
 int
+coord_spares(const struct coord *c, int *used, double *recovery_s)
+{
+	cJSON *last = cJSON_GetArrayItem(c->recoveries, cJSON_GetArraySize(c->recoveries) - 1);
+	int waiting = 0;
+
+	for (int r = 0; r < c->n; r++)
+		waiting += c->nodes[r].spare && !c->nodes[r].faulty && !c->nodes[r].lost;
+	*used = cJSON_GetArraySize(c->recoveries);
+	*recovery_s = last ? json_num(last, "first_iteration_s", 0, 1e12, NAN) : NAN;
+	return waiting;
+}
+
+int
 coord_members(const struct coord *c)
 {
 	int n = 0;

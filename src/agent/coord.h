@@ -274,6 +274,13 @@ bool coord_faulty(const struct coord *c, int rank);
 int coord_up(const struct coord *c);
 int coord_nlost(const struct coord *c);
 
+/*
+ * Hot spares (--spares): how many wait healthy, into *USED how many took a
+ * failed node's place, into *RECOVERY_S the seconds from the fault to the
+ * first iteration of the last recovery (NAN: none timed yet).  O(N).
+ */
+int coord_spares(const struct coord *c, int *used, double *recovery_s);
+
 /* Ranks that run a training in the current attempt. */
 int coord_members(const struct coord *c);
 

@@ -438,8 +438,7 @@ before_poll(struct loop *l, void *arg)
 		if (w >= 0 && (wait < 0 || w < wait))
 			wait = w;
 		if (j->coord && j->phase == PH_RUN)
-			jobperf_metrics(j->perf, VIGIL_STATE_RUNNING, (unsigned)coord_up(j->coord),
-			                (unsigned)coord_nlost(j->coord), false, now);
+			jobfiles_metrics(j, VIGIL_STATE_RUNNING, false, now);
 		if (j->coord && j->phase == PH_RUN)
 			finish_usage_event(j, now, false);
 	}
