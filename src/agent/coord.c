@@ -337,10 +337,11 @@ trouble(struct coord *c, int rank, const char *why, double now)
 	struct cnode *n = &c->nodes[rank];
 
 	n->faulty = true;
-	if (n->spare) {
-		/* a spare trains nothing: it is only no longer one */
+	if (!n->member && c->started) {
+		/* it trains nothing (a spare, a node left out): it is only
+		 * no longer one the job can take */
+		coord_say(c, "vigil: %s: %s", why, n->spare ? "a spare no more" : "left out");
 		n->spare = false;
-		coord_say(c, "vigil: %s: a spare no more", why);
 		return;
 	}
 	if (spare_recovery(c, rank, why, now))
@@ -1021,6 +1022,48 @@ take_finding(struct coord *c, int rank, const char *node, const struct finding *
 	return fail;
 }
 
+/* The seats the job was planned with: every rank but the spares. */
+static int
+full_size(const struct coord *c)
+{
+	return c->n - c->o.spares;
+}
+
+/*
+ * RANK's inspection says a failure it reported is over (F): a node that
+ * was left out for a fault and passes again waits as a spare, and a job
+ * that runs on fewer nodes than it was planned for grows back with it:
+ * every training saves, and the training starts again with the node in
+ * a new seat at the end (refill_seats()).
+ */
+static void
+healed(struct coord *c, int rank, const struct finding *f, double now)
+{
+	struct cnode *n = &c->nodes[rank];
+	char why[512];
+
+	snprintf(why, sizeof(why), "%s (rank %d): %s %s passes again", n->host, rank, f->what,
+	         f->device);
+	coord_emit(c, rank, VIGIL_EVENT_CHECK, VIGIL_SEVERITY_INFO, why, NULL);
+	if (!n->faulty || n->lost || n->member || phases[c->phase].over) {
+		coord_say(c, "vigil: %s", why);
+		return;
+	}
+	n->faulty = false;
+	n->spare = true;
+	if (rank < c->spare_from)
+		c->spare_from = rank;
+	if (c->phase != COORD_RUNNING || c->cancelled || c->nseats >= full_size(c)) {
+		coord_say(c, "vigil: %s: it waits as a spare", why);
+		return;
+	}
+	snprintf(why + strlen(why), sizeof(why) - strlen(why), ": the job grows back from %d "
+	         "to %d node%s", c->nseats, c->nseats + 1, util_plural(c->nseats + 1));
+	coord_say(c, "vigil: %s", why);
+	c->restart_wanted = true;
+	checkpoint(c, why, 0, now);
+}
+
 void
 coord_note(struct coord *c, int rank, const struct msg_note *nt, double now)
 {
@@ -1042,6 +1085,10 @@ coord_note(struct coord *c, int rank, const struct msg_note *nt, double now)
 	for (int i = 0; i < nt->nfindings; i++) {
 		char w[512];
 
+		if (nt->findings[i].verdict == VERDICT_PASS) {
+			healed(c, rank, &nt->findings[i], now);
+			continue;
+		}
 		if (take_finding(c, rank, node, &nt->findings[i], w, sizeof(w)) && !fault) {
 			fault = true;
 			memcpy(why, w, sizeof(why));
@@ -1396,6 +1443,7 @@ record_attempt(struct coord *c)
 	if (!a)
 		return;
 	cJSON_AddNumberToObject(a, "attempt", c->restarts);
+	cJSON_AddNumberToObject(a, "world_size", c->nseats);
 	cJSON_AddStringToObject(a, "ended_by", c->end_reason);
 	if (c->first_fail >= 0) {
 		const struct cnode *n = &c->nodes[c->first_fail];
@@ -1455,6 +1503,13 @@ refill_seats(struct coord *c, double now)
 			spares++;
 		}
 		c->seat[k++] = r;
+	}
+	/* a job that shrank grows back with the spares that are healthy again */
+	while (k < full_size(c) && spare_ready(c)) {
+		int s = take_spare(c);
+
+		coord_say(c, "vigil: %s (rank %d) trains again, as RANK %d", coord_host(c, s), s, k);
+		c->seat[k++] = s;
 	}
 	c->nseats = k;
 	if (spares) {

@@ -185,6 +185,8 @@ struct node {
 	struct vhealth_monitor *vmon; /* the boards, as the vendors' libraries see them */
 	char **reported;          /* findings already sent: "what device verdict" */
 	size_t nreported;
+	char **failing;           /* the inspection's failures, as keys, until they pass */
+	size_t nfailing;
 
 	struct hang_local *progress; /* the training's iterations and output (hang.h) */
 };
@@ -672,6 +674,84 @@ already_reported(struct node *n, const char *key)
 	return false;
 }
 
+/* The key a finding is remembered by: "what device verdict". */
+static void
+finding_key(const struct finding *f, char *key, size_t len)
+{
+	snprintf(key, len, "%s %s %s", f->what, f->device, verdict_name(f->verdict));
+}
+
+/*
+ * The failures the inspection reported before and finds no more (F, NF:
+ * what it finds now): the coordinator hears that they pass again (a
+ * finding with the verdict pass), which may bring this node back into
+ * the job, and each may be reported again should it come back.  Only the
+ * sysfs inspection's own failures: the boards' come and go elsewhere.
+ */
+static void
+report_healed(struct node *n, const struct finding *f, size_t nf)
+{
+	for (size_t i = 0; i < n->nfailing;) {
+		struct finding h = { .verdict = VERDICT_PASS };
+		struct msg m = { .kind = MSG_NOTE };
+		char key[160], *sp, *end;
+		bool still = false;
+
+		for (size_t k = 0; !still && k < nf; k++) {
+			finding_key(&f[k], key, sizeof(key));
+			still = strcmp(key, n->failing[i]) == 0;
+		}
+		if (still) {
+			i++;
+			continue;
+		}
+		/* "what device fail": the device is between the first and the last space */
+		sp = strchr(n->failing[i], ' ');
+		end = strrchr(n->failing[i], ' ');
+		if (sp && end > sp) {
+			snprintf(h.what, sizeof(h.what), "%.*s", (int)(sp - n->failing[i]), n->failing[i]);
+			snprintf(h.device, sizeof(h.device), "%.*s", (int)(end - sp - 1), sp + 1);
+			snprintf(h.evidence, sizeof(h.evidence), "%s passes again", h.device);
+			m.u.note.node = n->name;
+			m.u.note.findings = &h;
+			m.u.note.nfindings = 1;
+			send_msg(n, &m);
+		}
+		for (size_t k = 0; k < n->nreported; k++)
+			if (strcmp(n->reported[k], n->failing[i]) == 0) {
+				free(n->reported[k]);
+				n->reported[k] = n->reported[--n->nreported];
+				break;
+			}
+		free(n->failing[i]);
+		n->failing[i] = n->failing[--n->nfailing];
+	}
+}
+
+/* Remember F's failures (of NF findings), for report_healed(). */
+static void
+keep_failing(struct node *n, const struct finding *f, size_t nf)
+{
+	for (size_t i = 0; i < nf; i++) {
+		char key[160], **grown;
+		bool known = false;
+
+		if (f[i].verdict != VERDICT_FAIL)
+			continue;
+		finding_key(&f[i], key, sizeof(key));
+		for (size_t k = 0; !known && k < n->nfailing; k++)
+			known = strcmp(n->failing[k], key) == 0;
+		if (known)
+			continue;
+		grown = realloc(n->failing, (n->nfailing + 1) * sizeof(*grown));
+		if (!grown)
+			return;
+		n->failing = grown;
+		if ((n->failing[n->nfailing] = strdup(key)))
+			n->nfailing++;
+	}
+}
+
 /* Tell the coordinator, which decides, what is wrong now that was not before. */
 static void
 report_findings(struct node *n, const struct finding *f, size_t nf)
@@ -683,8 +763,7 @@ report_findings(struct node *n, const struct finding *f, size_t nf)
 	for (size_t i = 0; mf && i < nf; i++) {
 		char key[160];
 
-		snprintf(key, sizeof(key), "%s %s %s", f[i].what, f[i].device,
-		         verdict_name(f[i].verdict));
+		finding_key(&f[i], key, sizeof(key));
 		if (already_reported(n, key))
 			continue;
 		mf[k++] = f[i];
@@ -795,7 +874,9 @@ inspect_now(struct node *n)
 		LOG_WARN("inspection failed: %s", strerror(-rc));
 	} else {
 		note_link(n, f, nf);
+		report_healed(n, f, nf);
 		report_findings(n, f, nf);
+		keep_failing(n, f, nf);
 	}
 	free(f);
 	take_board_findings(n);
@@ -1533,6 +1614,9 @@ node_free(struct node *n)
 	for (size_t i = 0; i < n->nreported; i++)
 		free(n->reported[i]);
 	free(n->reported);
+	for (size_t i = 0; i < n->nfailing; i++)
+		free(n->failing[i]);
+	free(n->failing);
 	mode_launch_free(&n->launch);
 	free(n->mnodes);
 	free_plan(n);

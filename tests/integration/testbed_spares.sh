@@ -11,6 +11,8 @@
 #      MASTER_ADDR.
 #   3. Two faults, one spare, --resume: the second requeues (81), both
 #      nodes excluded.
+#   4. Two faults, one spare, --min-nodes 2: the job shrinks to two nodes,
+#      and grows back to three when the first failed node passes again.
 # Needs root; skips (77) without it or without torch.
 . "$(dirname "$0")/lib.sh"
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/testbed/tb.sh"
@@ -115,6 +117,27 @@ tb_exec n2 ip link set eth1 up
 tb_exec n3 ip link set eth1 up
 expect_eq "twice: the second fault requeues" 81 "$rc"
 expect_eq "twice: n2 and n3 excluded" "n2 n3" "$(sort "$excl" | paste -sd' ')"
+
+# 4. --min-nodes 2: n2 fails (n4 takes its place), then n3 (no spare
+#    left: the job goes on with two nodes), then n2's NIC comes back: the
+#    job grows back to three, n2 as RANK 2, and ends 0.
+spare_case grow 400 --min-nodes 2
+wait_started 0 3 || fail "grow: attempt 0 did not start"
+wait_steps 30 || fail "grow: no iterations"
+tb_exec n2 ip link set eth1 down
+wait_started 1 3 || fail "grow: attempt 1 did not start"
+tb_exec n3 ip link set eth1 down
+wait_started 2 2 || fail "grow: attempt 2 did not start"
+expect_eq "grow: on n1 and n4 after the second fault" "n1:0/2 n4:1/2" "$(started 2)"
+tb_exec n2 ip link set eth1 up
+wait "$job"; rc=$?
+tb_exec n3 ip link set eth1 up
+expect_eq "grow: the job ends 0" 0 "$rc"
+expect_eq "grow: back on three nodes, n2 as RANK 2" "n1:0/3 n2:2/3 n4:1/3" "$(started 3)"
+expect_eq "grow: the attempts' sizes" "[3, 3, 2]" "$(report "$rep" '[a["world_size"] for a in r["attempts"]]')"
+expect_match "grow: why it grew" "n2 \\(rank 1\\): nic eth1 passes again: the job grows back from 2 to 3 nodes" \
+	"$(report "$rep" 'r["attempts"][2]["ended_by"]')"
+expect_eq "grow: n3 excluded" n3 "$(cat "$excl")"
 
 tb_down || fail "test bed left something behind"
 finish

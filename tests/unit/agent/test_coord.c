@@ -899,6 +899,23 @@ test_spare_fills_precheck_gap(void **state)
 	assert_int_equal(f->plan.members[2], 2);
 }
 
+/* Under --resume, the inspection of a node that trains nothing requeues nothing. */
+static void
+test_left_out_fault_requeues_nothing(void **state)
+{
+	struct fx *f = *state;
+
+	fresh(f, 4);
+	f->o.spares = 1;
+	f->o.resume = true;
+	start(f, 1u << 1, 0);
+	idle(f, 1, 1);
+	note(f, 1, 0, "fail", 2);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_true(said(&f->rec, "left out"));
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"checkpoint\""), 0);
+}
+
 static void
 test_spares_leave_none(void **state)
 {
@@ -921,6 +938,18 @@ spare_recovers(struct fx *f, int r, double now)
 	assert_true(said(&f->rec, "a spare takes its place"));
 	for (int k = 0; k < 3; k++)
 		result(f, k, 0, 0, now + 2);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+}
+
+/* A fault on rank R of the members [0, 3, 2]: the same, a second time. */
+static void
+spare_recovers_from(struct fx *f, int r, double now)
+{
+	note(f, r, 0, "fail", now);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	result(f, 0, 0, 0, now + 2);
+	result(f, 2, 0, 0, now + 2);
+	result(f, 3, 0, 0, now + 2);
 	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
 }
 
@@ -1048,6 +1077,58 @@ test_spare_for_hang_suspect(void **state)
 		result(f, k, 143, SIGTERM, 11);
 	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
 	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,1,3]"), 4);
+}
+
+
+/* Elastic: n2's fault shrinks the job to two nodes; its NIC passes again: back to three. */
+static void
+test_shrunk_job_grows_back(void **state)
+{
+	struct fx *f = *state;
+	cJSON *rep, *att;
+
+	f->o.min_nodes = 2;
+	start(f, 0, 0);
+	note(f, 1, 0, "fail", 5);
+	for (int k = 0; k < 3; k++)
+		result(f, k, 0, 0, 7);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,2]"), 3);
+	idle(f, 1, 8);
+	note(f, 1, 0, "pass", 20);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	assert_true(said(&f->rec, "n2 (rank 1): nic eth1 passes again: the job grows back from 2 "
+	                 "to 3 nodes"));
+	result(f, 0, 0, 0, 22);
+	result(f, 2, 0, 0, 22);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,2,1]"), 3);
+	assert_false(coord_faulty(f->c, 1));
+	for (int k = 0; k < 3; k++)
+		result(f, k, 0, 0, 30);
+	assert_int_equal(coord_exit_code(f->c), 0);
+	rep = report(f, 30);
+	att = cJSON_GetObjectItem(rep, "attempts");
+	assert_int_equal(json_int(cJSON_GetArrayItem(att, 0), "world_size", 0, 10, -1), 3);
+	assert_int_equal(json_int(cJSON_GetArrayItem(att, 1), "world_size", 0, 10, -1), 2);
+	assert_non_null(strstr(json_str(cJSON_GetArrayItem(att, 1), "ended_by", ""), "grows back"));
+	cJSON_Delete(rep);
+}
+
+/* A node replaced by a spare passes again: it waits as a spare, nothing restarts. */
+static void
+test_healed_node_waits_as_spare(void **state)
+{
+	struct fx *f = *state;
+
+	start_spared(f, 0);
+	spare_recovers(f, 1, 10);
+	idle(f, 1, 13);
+	note(f, 1, 0, "pass", 20);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_true(said(&f->rec, "passes again: it waits as a spare"));
+	/* and takes the next failed node's place */
+	spare_recovers_from(f, 2, 30);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,3,1]"), 4);
 }
 
 /* ---- a hung training (coord_hang()) ---------------------------------------------- */
@@ -2008,12 +2089,15 @@ main(void)
 		T(test_spare_waits),
 		T(test_spare_fills_precheck_gap),
 		T(test_spares_leave_none),
+		T(test_left_out_fault_requeues_nothing),
 		T(test_spare_takes_failed_rank),
 		T(test_spare_for_coordinator_node),
 		T(test_second_fault_no_spare_requeues),
 		T(test_second_fault_no_spare_elastic),
 		T(test_spare_for_lost_node),
 		T(test_spare_for_hang_suspect),
+		T(test_shrunk_job_grows_back),
+		T(test_healed_node_waits_as_spare),
 		T(test_hang_requeue),
 		T(test_hang_requeue_nobody),
 		T(test_hang_restart_counts),
