@@ -26,12 +26,19 @@
  *   any of those --reported--> FINISHING    every rank reported (or is lost)
  *   CHECKPOINTING, STOPPING --again--> RESTARTING   ... and the training
  *                                           starts again
- *   RESTARTING --restarted--> RUNNING       (--restart, elastic --min-nodes)
+ *   RESTARTING --restarted--> RUNNING       (--restart, elastic --min-nodes,
+ *                                           a spare in a failed node's seat,
+ *                                           a shrunk job grown back)
  *   RESTARTING --exhausted--> FINISHING     too few nodes left
  *   FINISHING --finished--> DONE            FINAL sent to every live rank
  *
+ * Hot spares (--spares K): the last K ranks wait; the training's ranks
+ * are seats, RANK i the i-th member of the plan or the restart, so that
+ * a spare takes a failed node's seat and the world size stays.
+ *
  * Cost: every input is O(1) but for those that address every rank
- * (commands, the heartbeat scan, the report), which are O(N); memory is
+ * (commands, the heartbeat scan, the report, a spare's recovery), which
+ * are O(N); memory is
  * O(N) in the number of ranks with a small constant (the stderr tail is
  * kept only for nodes whose training failed).
  */
