@@ -25,11 +25,13 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "contrib", "python"))
 
+asked = []
+# first of all: a checkpoint signal while torch loads must not kill the training
+signal.signal(signal.SIGUSR1, lambda s, f: asked.append(s))
+
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from vigil_timing import IterationTimer  # noqa: E402
-
-asked = []
 
 
 def save(path, step, rank):
@@ -49,7 +51,6 @@ def main():
     p.add_argument("--ckpt", required=True)
     p.add_argument("--timeout", type=float, default=5)
     args = p.parse_args()
-    signal.signal(signal.SIGUSR1, lambda s, f: asked.append(s))
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.timeout))
     rank, world = dist.get_rank(), dist.get_world_size()
     step = 0
