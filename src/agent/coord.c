@@ -28,6 +28,7 @@
 #include "agent/coord_priv.h"
 #include "agent/fsm.h"
 #include "agent/stall.h"
+#include "lib/json.h"
 #include "lib/sig.h"
 #include "lib/util.h"
 
@@ -280,6 +281,55 @@ healthy_members(const struct coord *c)
 	return n;
 }
 
+/* Whether a spare waits, healthy (O(N) from the first not yet taken). */
+static bool
+spare_ready(const struct coord *c)
+{
+	for (int r = c->spare_from; r < c->n; r++)
+		if (c->nodes[r].spare && !c->nodes[r].faulty && !c->nodes[r].lost)
+			return true;
+	return false;
+}
+
+/*
+ * The lowest healthy spare, now a member, or -1 when none is left.
+ * Spares are taken in rank order and never come back, so the scans of a
+ * whole job together pass every rank once.
+ */
+static int
+take_spare(struct coord *c)
+{
+	for (; c->spare_from < c->n; c->spare_from++) {
+		struct cnode *n = &c->nodes[c->spare_from];
+
+		if (n->spare && !n->faulty && !n->lost) {
+			n->spare = false;
+			n->member = true;
+			return c->spare_from++;
+		}
+	}
+	return -1;
+}
+
+/*
+ * RANK, a member, failed and a spare waits (--spares): every healthy
+ * training saves and stops, and the training starts again with the spare
+ * in RANK's seat (restart_all()).  Only from running, and not for a job
+ * the batch system cancelled.  Returns whether it did.
+ */
+static bool
+spare_recovery(struct coord *c, int rank, const char *why, double now)
+{
+	if (c->o.spares <= 0 || !c->nodes[rank].member || c->phase != COORD_RUNNING ||
+	    c->cancelled || !spare_ready(c))
+		return false;
+	c->restart_wanted = true;
+	c->fault_at = now;
+	coord_say(c, "vigil: %s: a spare takes its place", why);
+	checkpoint(c, why, 0, now);
+	return true;
+}
+
 /* RANK is faulty or lost: what to do about it, per the options. */
 static void
 trouble(struct coord *c, int rank, const char *why, double now)
@@ -287,6 +337,15 @@ trouble(struct coord *c, int rank, const char *why, double now)
 	struct cnode *n = &c->nodes[rank];
 
 	n->faulty = true;
+	if (!n->member && c->started) {
+		/* it trains nothing (a spare, a node left out): it is only
+		 * no longer one the job can take */
+		coord_say(c, "vigil: %s: %s", why, n->spare ? "a spare no more" : "left out");
+		n->spare = false;
+		return;
+	}
+	if (spare_recovery(c, rank, why, now))
+		return;
 	if (c->o.resume) {
 		checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
 	} else if (c->o.min_nodes > 0 && n->member && healthy_members(c) >= c->o.min_nodes) {
@@ -328,9 +387,12 @@ coord_new(const struct coord_opts *o, const struct coord_ops *ops, double now)
 	c->first_fail = -1;
 	c->next_scan = c->last_scan = c->next_beat = c->lost_deadline = c->limit_end = -1;
 	c->heard_any = c->judge_from = -1;
+	c->fault_at = c->restarted_at = -1;
 	c->nodes = calloc((size_t)c->n, sizeof(*c->nodes));
+	c->seat = calloc((size_t)c->n, sizeof(*c->seat));
 	c->attempts = cJSON_CreateArray();
-	if (!c->nodes || !c->attempts) {
+	c->recoveries = cJSON_CreateArray();
+	if (!c->nodes || !c->seat || !c->attempts || !c->recoveries) {
 		coord_free(c);
 		errno = ENOMEM;
 		return NULL;
@@ -352,7 +414,9 @@ coord_free(struct coord *c)
 		free_tail(&c->nodes[r]);
 	}
 	free(c->nodes);
+	free(c->seat);
 	cJSON_Delete(c->attempts);
+	cJSON_Delete(c->recoveries);
 	free(c->plan_nodes);
 	free(c->plan_members);
 	free(c->master_addr);
@@ -409,11 +473,43 @@ no_go(struct coord *c, int code, const char *msg, double now, struct msg_plan *p
 	step(c, COORD_EV_NOGO, now);
 }
 
+/*
+ * The seats of the first attempt: ranks 0 .. N-K-1 train, the last K
+ * (--spares) wait; a seat whose node the pre-check refused goes to the
+ * first healthy spare.  *BLOCKED becomes the seats left empty.  O(N).
+ */
+static int
+plan_seats(struct coord *c, int *blocked)
+{
+	int k = c->n - c->o.spares;
+
+	*blocked = 0;
+	for (int r = k; r < c->n; r++) {
+		c->nodes[r].spare = c->nodes[r].member;
+		c->nodes[r].member = false;
+	}
+	c->spare_from = k;
+	c->nseats = 0;
+	for (int i = 0; i < k; i++) {
+		int r = c->nodes[i].member ? i : take_spare(c);
+
+		if (r < 0) {
+			(*blocked)++;
+			continue;
+		}
+		if (r != i)
+			coord_say(c, "vigil: %s (rank %d) not ready: the spare %s (rank %d) takes its "
+			    "place", coord_host(c, i), i, coord_host(c, r), r);
+		c->seat[c->nseats++] = r;
+	}
+	return 0;
+}
+
 /* Which ranks may run: every rank, with its host and whether the pre-check let it. */
 static int
-take_reports(struct coord *c, const struct gather *g, double now, int *blocked)
+take_reports(struct coord *c, const struct gather *g, double now, int *notready)
 {
-	*blocked = 0;
+	*notready = 0;
 	for (int r = 0; r < c->n; r++) {
 		struct cnode *n = &c->nodes[r];
 		const struct gather_node *gn = r < g->n ? &g->nodes[r] : NULL;
@@ -431,7 +527,7 @@ take_reports(struct coord *c, const struct gather *g, double now, int *blocked)
 		/* a node that sent nothing cannot be planned for, pre-check or not */
 		n->member = arrived && !(c->o.precheck && v >= c->o.precheck_level);
 		n->faulty = !n->member;
-		*blocked += !n->member;
+		*notready += !n->member;
 		if (!arrived) {
 			/* Never heard: maybe hung, so nobody may wait for it in
 			 * MPI_Finalize, and no result will come from it. */
@@ -460,9 +556,10 @@ fill_plan(struct coord *c, struct msg_plan *plan)
 		c->plan_nodes[r].host = c->nodes[r].host;
 		c->plan_nodes[r].addr = c->nodes[r].addr;
 		c->plan_nodes[r].slots = c->nodes[r].slots;
-		if (c->nodes[r].member)
-			c->plan_members[k++] = r;
 	}
+	/* in seat order: a node's place in the list is its training's RANK */
+	for (int i = 0; i < c->nseats; i++)
+		c->plan_members[k++] = c->seat[i];
 	plan->nodes = c->plan_nodes;
 	plan->nnodes = c->n;
 	plan->members = c->plan_members;
@@ -477,9 +574,9 @@ choose_master(struct coord *c)
 	const char *addr = c->o.master_addr;
 	char *copy;
 
-	for (int r = 0; !addr && r < c->n; r++)
-		if (c->nodes[r].member && !c->nodes[r].lost)
-			addr = c->nodes[r].addr;
+	for (int i = 0; !addr && i < c->nseats; i++)
+		if (!c->nodes[c->seat[i]].lost)
+			addr = c->nodes[c->seat[i]].addr;
 	copy = strdup(addr ? addr : "127.0.0.1");
 	if (!copy)
 		return -ENOMEM;
@@ -587,10 +684,12 @@ int
 coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan *plan)
 {
 	char msg[512];
-	int blocked, rc, port;
+	int notready, blocked, rc, port;
 
 	memset(plan, 0, sizeof(*plan));
-	rc = take_reports(c, g, now, &blocked);
+	rc = take_reports(c, g, now, &notready);
+	if (rc == 0)
+		rc = plan_seats(c, &blocked);
 	if (rc == 0)
 		rc = fill_plan(c, plan);
 	if (rc < 0)
@@ -599,27 +698,36 @@ coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan 
 	rc = check_names(c, now, plan);
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
-	if (blocked) {
-		/* The pre-check said no somewhere: say so once, here, for every node. */
-		bool elastic = c->o.min_nodes > 0 && c->n - blocked >= c->o.min_nodes;
-
+	if (c->o.spares >= c->n) {
+		snprintf(msg, sizeof(msg), "--spares %d leaves none of the %d node%s to train: give "
+		         "fewer spares, or start more agents", c->o.spares, c->n, util_plural(c->n));
+		no_go(c, VIGIL_EXIT_USAGE, msg, now, plan);
+		return 0;
+	}
+	/* The pre-check said no somewhere: say so once, here, for every node. */
+	if (notready)
 		say_gather(c, g);
+	if (blocked) {
+		/* seats no spare could fill */
+		int seats = c->n - c->o.spares;
+		bool elastic = c->o.min_nodes > 0 && c->nseats >= c->o.min_nodes;
+
 		if (!elastic) {
 			if (c->o.min_nodes > 0)
 				snprintf(msg, sizeof(msg), "%d of %d node%s not ready, fewer than "
 				         "--min-nodes %d healthy: not starting the training", blocked,
-				         c->n, util_plural(c->n), c->o.min_nodes);
+				         seats, util_plural(seats), c->o.min_nodes);
 			else
 				snprintf(msg, sizeof(msg), "%d of %d node%s not ready (pre-check failed "
-				         "or no report): not starting the training", blocked, c->n,
-				         util_plural(c->n));
+				         "or no report)%s: not starting the training", blocked, seats,
+				         util_plural(seats), c->o.spares > 0 ? ", too few spares" : "");
 			no_go(c, VIGIL_EXIT_UNHEALTHY, msg, now, plan);
 			return 0;
 		}
 		/* the platform's elastic training: start on the healthy nodes */
 		coord_say(c, "vigil: %d of %d node%s not ready: starting on the %d healthy node%s "
-		    "(--min-nodes %d)", blocked, c->n, util_plural(c->n), c->n - blocked,
-		    util_plural(c->n - blocked), c->o.min_nodes);
+		    "(--min-nodes %d)", blocked, seats, util_plural(seats), c->nseats,
+		    util_plural(c->nseats), c->o.min_nodes);
 	}
 	port = c->o.master_port > 0 ? c->o.master_port
 	                            : c->ops.free_port ? c->ops.free_port(c->ops.arg) : -ENOSYS;
@@ -671,9 +779,12 @@ coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members, in
 			return -ENOMEM;
 		n->last_seen = now;
 	}
+	c->nseats = 0;
 	for (int i = 0; i < nmembers; i++)
-		if (members[i] >= 0 && members[i] < c->n)
+		if (members[i] >= 0 && members[i] < c->n && !c->nodes[members[i]].member) {
 			c->nodes[members[i]].member = true;
+			c->seat[c->nseats++] = members[i];
+		}
 	c->started = true;
 	step(c, COORD_EV_ADOPT, now);
 	for (int i = 0; i < nlost; i++) {
@@ -844,13 +955,17 @@ first_failure(struct coord *c, int rank, double now)
 		 * job: either way every healthy training saves and the job is
 		 * requeued.  The node whose training crashed is avoided.
 		 */
-		if (!n->agent_signal)
+		if (!n->agent_signal) {
 			c->nodes[rank].faulty = true;
+			if (spare_recovery(c, rank, why, now))
+				return;
+		}
 		checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
 		return;
 	}
 	/* fault restart (故障重启): again, everywhere, up to --restart times */
-	if (c->o.restart_max > c->restarts && !n->agent_signal && !n->error && !c->end_code) {
+	if (c->o.restart_max > c->restarts - c->spare_restarts && !n->agent_signal && !n->error &&
+	    !c->end_code) {
 		c->restart_wanted = true;
 		snprintf(c->end_reason, sizeof(c->end_reason), "%s", why);
 	}
@@ -907,6 +1022,48 @@ take_finding(struct coord *c, int rank, const char *node, const struct finding *
 	return fail;
 }
 
+/* The seats the job was planned with: every rank but the spares. */
+static int
+full_size(const struct coord *c)
+{
+	return c->n - c->o.spares;
+}
+
+/*
+ * RANK's inspection says a failure it reported is over (F): a node that
+ * was left out for a fault and passes again waits as a spare, and a job
+ * that runs on fewer nodes than it was planned for grows back with it:
+ * every training saves, and the training starts again with the node in
+ * a new seat at the end (refill_seats()).
+ */
+static void
+healed(struct coord *c, int rank, const struct finding *f, double now)
+{
+	struct cnode *n = &c->nodes[rank];
+	char why[512];
+
+	snprintf(why, sizeof(why), "%s (rank %d): %s %s passes again", n->host, rank, f->what,
+	         f->device);
+	coord_emit(c, rank, VIGIL_EVENT_CHECK, VIGIL_SEVERITY_INFO, why, NULL);
+	if (!n->faulty || n->lost || n->member || phases[c->phase].over) {
+		coord_say(c, "vigil: %s", why);
+		return;
+	}
+	n->faulty = false;
+	n->spare = true;
+	if (rank < c->spare_from)
+		c->spare_from = rank;
+	if (c->phase != COORD_RUNNING || c->cancelled || c->nseats >= full_size(c)) {
+		coord_say(c, "vigil: %s: it waits as a spare", why);
+		return;
+	}
+	snprintf(why + strlen(why), sizeof(why) - strlen(why), ": the job grows back from %d "
+	         "to %d node%s", c->nseats, c->nseats + 1, util_plural(c->nseats + 1));
+	coord_say(c, "vigil: %s", why);
+	c->restart_wanted = true;
+	checkpoint(c, why, 0, now);
+}
+
 void
 coord_note(struct coord *c, int rank, const struct msg_note *nt, double now)
 {
@@ -928,6 +1085,10 @@ coord_note(struct coord *c, int rank, const struct msg_note *nt, double now)
 	for (int i = 0; i < nt->nfindings; i++) {
 		char w[512];
 
+		if (nt->findings[i].verdict == VERDICT_PASS) {
+			healed(c, rank, &nt->findings[i], now);
+			continue;
+		}
 		if (take_finding(c, rank, node, &nt->findings[i], w, sizeof(w)) && !fault) {
 			fault = true;
 			memcpy(why, w, sizeof(why));
@@ -947,7 +1108,52 @@ coord_alert(struct coord *c, int rank, const char *message, double now)
 	/* reschedule: save and requeue away from the node named */
 	snprintf(why, sizeof(why), "performance: %.300s", message);
 	c->nodes[rank].faulty = true;
-	checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
+	if (!spare_recovery(c, rank, why, now))
+		checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
+}
+
+void
+coord_progress(struct coord *c, int rank, double iters, double now)
+{
+	int n = cJSON_GetArraySize(c->recoveries);
+	double took = 0;
+
+	if (c->restarted_at < 0 || rank != c->timed_rank || iters <= 0 ||
+	    c->phase != COORD_RUNNING)
+		return;
+	for (int i = c->recovery_from; i < n; i++) {
+		cJSON *r = cJSON_GetArrayItem(c->recoveries, i);
+
+		took = now - c->t0 - json_num(r, "fault_s", 0, 1e12, now - c->t0);
+		cJSON_AddNumberToObject(r, "restart_s", c->restarted_at - c->t0 -
+		                        json_num(r, "fault_s", 0, 1e12, now - c->t0));
+		cJSON_AddNumberToObject(r, "first_iteration_s", took);
+	}
+	coord_say(c, "vigil: the training runs again with the spare %s: its first iteration "
+	    "%.1f s after the fault", coord_host(c, rank), took);
+	c->restarted_at = -1;
+}
+
+void
+coord_spares_json(const struct coord *c, cJSON *report)
+{
+	cJSON *s, *used, *waiting;
+
+	if (c->o.spares <= 0)
+		return;
+	s = cJSON_AddObjectToObject(report, "spares");
+	if (!s)
+		return;
+	cJSON_AddNumberToObject(s, "configured", c->o.spares);
+	used = cJSON_AddArrayToObject(s, "used");
+	waiting = cJSON_AddArrayToObject(s, "waiting");
+	for (int r = 0; r < c->n; r++) {
+		if (c->nodes[r].spare && !c->nodes[r].faulty && !c->nodes[r].lost && waiting)
+			cJSON_AddItemToArray(waiting, cJSON_CreateString(coord_host(c, r)));
+	}
+	for (cJSON *x = c->recoveries->child; x && used; x = x->next)
+		cJSON_AddItemToArray(used, cJSON_CreateString(json_str(x, "spare_node", "?")));
+	cJSON_AddItemToObject(s, "recoveries", cJSON_Duplicate(c->recoveries, 1));
 }
 
 void
@@ -958,7 +1164,17 @@ coord_hang(struct coord *c, int suspect, enum coord_hang_policy policy, const ch
 		return;
 	c->hang_stop = true;
 	set_reason(c, why);
-	if (policy == COORD_HANG_RESTART && c->o.restart_max > c->restarts) {
+	if (suspect >= 0 && suspect < c->n && c->o.spares > 0 && c->nodes[suspect].member &&
+	    spare_ready(c)) {
+		/* a spare takes the suspect's seat; a hung collective cannot
+		 * save, so the training starts again from its last checkpoint */
+		c->nodes[suspect].faulty = true;
+		c->restart_wanted = true;
+		c->fault_at = now;
+		coord_say(c, "vigil: %s: a spare takes the place of %s (rank %d)", why,
+		    coord_host(c, suspect), suspect);
+	} else if (policy == COORD_HANG_RESTART &&
+	           c->o.restart_max > c->restarts - c->spare_restarts) {
 		c->restart_wanted = true;  /* fault restart: counted like a crash */
 	} else if (policy == COORD_HANG_REQUEUE && c->o.resume) {
 		c->end_code = VIGIL_EXIT_REQUEUE;
@@ -1227,6 +1443,7 @@ record_attempt(struct coord *c)
 	if (!a)
 		return;
 	cJSON_AddNumberToObject(a, "attempt", c->restarts);
+	cJSON_AddNumberToObject(a, "world_size", c->nseats);
 	cJSON_AddStringToObject(a, "ended_by", c->end_reason);
 	if (c->first_fail >= 0) {
 		const struct cnode *n = &c->nodes[c->first_fail];
@@ -1236,6 +1453,72 @@ record_attempt(struct coord *c)
 		cJSON_AddNumberToObject(a, "exit_code", n->exit_code);
 	}
 	cJSON_AddItemToArray(c->attempts, a);
+}
+
+/* Spare S takes seat I of F, who failed: said, and kept for the report. */
+static void
+spare_in(struct coord *c, int i, int f, int s, double now)
+{
+	cJSON *r = cJSON_CreateObject();
+	char msg[600];
+
+	snprintf(msg, sizeof(msg), "the spare %s (rank %d) takes the place of %s (rank %d) as "
+	         "RANK %d", coord_host(c, s), s, coord_host(c, f), f, i);
+	coord_say(c, "vigil: %s", msg);
+	coord_emit(c, s, VIGIL_EVENT_RESTART, VIGIL_SEVERITY_WARNING, msg, NULL);
+	if (!r)
+		return;
+	cJSON_AddStringToObject(r, "failed_node", coord_host(c, f));
+	cJSON_AddNumberToObject(r, "failed_rank", f);
+	cJSON_AddStringToObject(r, "spare_node", coord_host(c, s));
+	cJSON_AddNumberToObject(r, "spare_rank", s);
+	cJSON_AddNumberToObject(r, "training_rank", i);
+	cJSON_AddStringToObject(r, "why", c->end_reason);
+	cJSON_AddNumberToObject(r, "fault_s", (c->fault_at >= 0 ? c->fault_at : now) - c->t0);
+	cJSON_AddItemToArray(c->recoveries, r);
+	c->timed_rank = s;  /* a spare trained nothing before: its first iteration is the restart's */
+}
+
+/*
+ * The seats of the next attempt: a member that is faulty or lost gives
+ * its seat to the first healthy spare, or, with none left, the seat goes
+ * and the ones after it move up (elastic, or --restart without the
+ * node).  Returns the members.  O(N).
+ */
+static int
+refill_seats(struct coord *c, double now)
+{
+	int k = 0, spares = 0, from = cJSON_GetArraySize(c->recoveries);
+
+	for (int i = 0; i < c->nseats; i++) {
+		int r = c->seat[i];
+		struct cnode *n = &c->nodes[r];
+
+		if (n->faulty || n->lost) {
+			n->member = false;
+			r = take_spare(c);
+			if (r < 0)
+				continue;
+			spare_in(c, k, c->seat[i], r, now);
+			spares++;
+		}
+		c->seat[k++] = r;
+	}
+	/* a job that shrank grows back with the spares that are healthy again */
+	while (k < full_size(c) && spare_ready(c)) {
+		int s = take_spare(c);
+
+		coord_say(c, "vigil: %s (rank %d) trains again, as RANK %d", coord_host(c, s), s, k);
+		c->seat[k++] = s;
+	}
+	c->nseats = k;
+	if (spares) {
+		c->spare_restarts++;
+		c->recovery_from = from;
+		c->restarted_at = now;
+	}
+	c->fault_at = -1;
+	return k;
 }
 
 /* The restart command for the next attempt; NULL on ENOMEM. */
@@ -1248,9 +1531,8 @@ restart_command(struct coord *c, int nmembers)
 
 	if (!members)
 		return NULL;
-	for (int r = 0; r < c->n; r++)
-		if (c->nodes[r].member)
-			members[k++] = r;
+	for (int i = 0; i < c->nseats && k < nmembers; i++)
+		members[k++] = c->seat[i];
 	m.u.command.command = MSG_CMD_RESTART;
 	m.u.command.attempt = c->restarts;
 	m.u.command.master_addr = c->master_addr;
@@ -1270,12 +1552,7 @@ restart_all(struct coord *c, double now)
 	char *text;
 
 	record_attempt(c);
-	for (int r = 0; r < c->n; r++) {
-		struct cnode *n = &c->nodes[r];
-
-		n->member = n->member && !n->faulty && !n->lost;
-		nmembers += n->member;
-	}
+	nmembers = refill_seats(c, now);
 	if (nmembers == 0 || (c->o.min_nodes > 0 && nmembers < c->o.min_nodes)) {
 		coord_say(c, "vigil: cannot start again: %d healthy node%s left%s", nmembers,
 		    util_plural(nmembers), c->o.min_nodes > 0 ? ", fewer than --min-nodes" : "");
@@ -1452,6 +1729,19 @@ int
 coord_nlost(const struct coord *c)
 {
 	return c->nlost;
+}
+
+int
+coord_spares(const struct coord *c, int *used, double *recovery_s)
+{
+	cJSON *last = cJSON_GetArrayItem(c->recoveries, cJSON_GetArraySize(c->recoveries) - 1);
+	int waiting = 0;
+
+	for (int r = 0; r < c->n; r++)
+		waiting += c->nodes[r].spare && !c->nodes[r].faulty && !c->nodes[r].lost;
+	*used = cJSON_GetArraySize(c->recoveries);
+	*recovery_s = last ? json_num(last, "first_iteration_s", 0, 1e12, NAN) : NAN;
+	return waiting;
 }
 
 int

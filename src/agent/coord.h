@@ -26,12 +26,19 @@
  *   any of those --reported--> FINISHING    every rank reported (or is lost)
  *   CHECKPOINTING, STOPPING --again--> RESTARTING   ... and the training
  *                                           starts again
- *   RESTARTING --restarted--> RUNNING       (--restart, elastic --min-nodes)
+ *   RESTARTING --restarted--> RUNNING       (--restart, elastic --min-nodes,
+ *                                           a spare in a failed node's seat,
+ *                                           a shrunk job grown back)
  *   RESTARTING --exhausted--> FINISHING     too few nodes left
  *   FINISHING --finished--> DONE            FINAL sent to every live rank
  *
+ * Hot spares (--spares K): the last K ranks wait; the training's ranks
+ * are seats, RANK i the i-th member of the plan or the restart, so that
+ * a spare takes a failed node's seat and the world size stays.
+ *
  * Cost: every input is O(1) but for those that address every rank
- * (commands, the heartbeat scan, the report), which are O(N); memory is
+ * (commands, the heartbeat scan, the report, a spare's recovery), which
+ * are O(N); memory is
  * O(N) in the number of ranks with a small constant (the stderr tail is
  * kept only for nodes whose training failed).
  */
@@ -88,6 +95,7 @@ struct coord_opts {
 	bool resume;                /* checkpoint and requeue on faults, signals, time */
 	int restart_max;            /* fault restart: attempts after the first */
 	int min_nodes;              /* elastic: go on with at least this many; 0 off */
+	int spares;                 /* hot spares: the last this many ranks wait (--spares) */
 	int max_resumes;            /* -1: no limit */
 	int resumes_done;           /* earlier requeues of this job */
 	bool perf_reschedule;       /* a performance alert checkpoints and requeues */
@@ -200,6 +208,13 @@ void coord_note(struct coord *c, int rank, const struct msg_note *n, double now)
  */
 void coord_alert(struct coord *c, int rank, const char *message, double now);
 
+/*
+ * RANK's heartbeat says its training printed ITERS iterations in this
+ * attempt: after a recovery with a spare (--spares), the spare's first
+ * iteration times it, from the fault (in the report's recoveries).
+ */
+void coord_progress(struct coord *c, int rank, double iters, double now);
+
 /* What --on-hang does about a hung training (hang.h). */
 enum coord_hang_policy {
 	COORD_HANG_ALERT,    /* the event and --notify only */
@@ -265,6 +280,13 @@ bool coord_faulty(const struct coord *c, int rank);
 /* Ranks that are not lost / lost. */
 int coord_up(const struct coord *c);
 int coord_nlost(const struct coord *c);
+
+/*
+ * Hot spares (--spares): how many wait healthy, into *USED how many took a
+ * failed node's place, into *RECOVERY_S the seconds from the fault to the
+ * first iteration of the last recovery (NAN: none timed yet).  O(N).
+ */
+int coord_spares(const struct coord *c, int *used, double *recovery_s);
 
 /* Ranks that run a training in the current attempt. */
 int coord_members(const struct coord *c);

@@ -22,6 +22,7 @@ struct cnode {
 	int slots;
 	double last_seen;    /* when it was last heard from */
 	bool member;         /* runs a training in this attempt */
+	bool spare;          /* waits, healthy, to take a failed member's seat (--spares) */
 	bool faulty;         /* to avoid next time (sbatch --exclude) */
 	bool lost;           /* silent past the timeout, or never reported */
 	bool reported;       /* counted for this attempt: its result is in, or it is lost */
@@ -75,6 +76,18 @@ struct coord {
 	double limit_end;
 	bool limit_fired;
 
+	/* hot spares (--spares): seat[i] is the rank whose training is RANK i
+	 * in this attempt, in the order of the plan's members */
+	int *seat;
+	int nseats;
+	int spare_from;      /* no spare below this rank is left (take_spare()) */
+	int spare_restarts;  /* restarts that put a spare in, not counted by --restart */
+	double fault_at;     /* when the fault a spare is taken for was seen; < 0 */
+	double restarted_at; /* when the attempt with a spare started; < 0 */
+	cJSON *recoveries;   /* each spare put in: who, for whom, how long it took */
+	int recovery_from;   /* the first of this attempt's recoveries (first iteration due) */
+	int timed_rank;      /* the spare whose first iteration ends the recovery's time */
+
 	/* the plan handed to the caller */
 	struct msg_node *plan_nodes;
 	int *plan_members;
@@ -89,6 +102,9 @@ void coord_say(struct coord *c, const char *fmt, ...) __attribute__((format(prin
 /* An event about RANK's node (ops->event); takes DETAILS. */
 void coord_emit(struct coord *c, int rank, const char *kind, const char *severity,
                 const char *msg, cJSON *details);
+
+/* The report's "spares" section (--spares): used, waiting, each recovery. */
+void coord_spares_json(const struct coord *c, cJSON *report);
 
 /*
  * coord_report.c: what the coordinator says as the job ends, in STATE with

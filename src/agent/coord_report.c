@@ -39,7 +39,7 @@ left_out(const struct coord *c, char *buf, size_t len)
 			continue;
 		}
 		w = snprintf(buf + used, len - used, "%s%s (rank %d) %s", used ? ", " : "", n->host,
-		             r, n->lost ? "lost" : "left out");
+		             r, n->lost ? "lost" : n->spare ? "a spare" : "left out");
 		if (w < 0 || used + (size_t)w >= len)
 			break;
 		used += (size_t)w;
@@ -290,6 +290,7 @@ coord_report(const struct coord *c, double now)
 	cJSON_AddNumberToObject(r, "resumes", c->o.resumes_done);
 	first_failure_json(c, r);
 	checkpoint_json(c, r);
+	coord_spares_json(c, r);
 	/* a reader of the output that went away (`vigil run | head`): the
 	 * job went on, and the report says what was not seen */
 	for (int k = 0; k < c->n; k++)

@@ -27,6 +27,7 @@
 #include "lib/log.h"
 #include "lib/util.h"
 #include "perf/jobperf.h"
+#include "perf/metrics.h"
 #include "perf/usage.h"
 #include "prep/prep.h"
 
@@ -222,6 +223,22 @@ jobfiles_resumes(const struct run_opts *o)
 /* The coordinator's files, before FINAL lets the others go: if mpirun then
  * crashes or hangs, what vigil decided is already written. */
 void
+jobfiles_metrics(struct job *j, const char *state, bool force, double now)
+{
+	struct metrics *m = jobperf_metrics_store(j->perf);
+
+	if (m && j->o->spares > 0) {
+		int used, waiting;
+		double took;
+
+		waiting = coord_spares(j->coord, &used, &took);
+		metrics_set_spares(m, (unsigned)waiting, (unsigned)used, took);
+	}
+	jobperf_metrics(j->perf, state, (unsigned)coord_up(j->coord),
+	                (unsigned)coord_nlost(j->coord), force, now);
+}
+
+void
 jobfiles_write(struct job *j, double now)
 {
 	int code = coord_exit_code(j->coord);
@@ -230,8 +247,7 @@ jobfiles_write(struct job *j, double now)
 		jobfiles_report(j, now);
 	(void)incident_job_commit(j->incidents);  /* logged */
 	if (j->perf)
-		jobperf_metrics(j->perf, coord_state(j->coord), (unsigned)coord_up(j->coord),
-		                (unsigned)coord_nlost(j->coord), true, now);
+		jobfiles_metrics(j, coord_state(j->coord), true, now);
 	if (j->o->exclude_file) {
 		/* for sbatch --exclude: the nodes to avoid next time, one a line */
 		char *list = coord_exclude_list(j->coord);

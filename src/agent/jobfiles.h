@@ -47,4 +47,8 @@ int jobfiles_resumes(const struct run_opts *o);
  * before FINAL lets the others go. */
 void jobfiles_write(struct job *j, double now);
 
+/* The coordinator's metrics file (--metrics), in STATE: rewritten when due, or now
+ * with FORCE; the spares' gauges with --spares.  J->perf is not NULL. */
+void jobfiles_metrics(struct job *j, const char *state, bool force, double now);
+
 #endif

@@ -196,6 +196,8 @@ struct node {
 	struct loop_timer *look_timer;
 	char **reported;          /* findings already sent: "what device verdict" */
 	size_t nreported;
+	char **failing;           /* the inspection's failures, as keys, until they pass */
+	size_t nfailing;
 
 	struct hang_local *progress; /* the training's iterations and output (hang.h) */
 };
@@ -332,6 +334,8 @@ output_lost_total(const struct node *n)
 	return (n->out ? stream_lost(n->out) : 0) + (n->err ? stream_lost(n->err) : 0);
 }
 
+static void inspect_now(struct node *n);
+
 /* How this attempt's training ended (or that this node ran none), once. */
 static void
 send_result(struct node *n, bool idle)
@@ -361,6 +365,15 @@ send_result(struct node *n, bool idle)
 		if (WIFSIGNALED(st))
 			r->signal = WTERMSIG(st);
 	}
+	/*
+	 * A training that failed on its own may have failed for a fault the
+	 * next inspection would find (a NIC down breaks its collectives
+	 * within a second): look now, so that the finding reaches the
+	 * coordinator before the result (one sender's messages keep their
+	 * order) and no restart is planned on this node.
+	 */
+	if ((r->exit_code || r->signal) && !n->agent_signal && !r->error)
+		inspect_now(n);
 	if (n->ckpt != PH_UNASKED) {
 		if (n->ckpt == PH_SAVING)
 			judge_checkpoint(n, exited);
@@ -730,6 +743,84 @@ already_reported(struct node *n, const char *key)
 	return false;
 }
 
+/* The key a finding is remembered by: "what device verdict". */
+static void
+finding_key(const struct finding *f, char *key, size_t len)
+{
+	snprintf(key, len, "%s %s %s", f->what, f->device, verdict_name(f->verdict));
+}
+
+/*
+ * The failures the inspection reported before and finds no more (F, NF:
+ * what it finds now): the coordinator hears that they pass again (a
+ * finding with the verdict pass), which may bring this node back into
+ * the job, and each may be reported again should it come back.  Only the
+ * sysfs inspection's own failures: the boards' come and go elsewhere.
+ */
+static void
+report_healed(struct node *n, const struct finding *f, size_t nf)
+{
+	for (size_t i = 0; i < n->nfailing;) {
+		struct finding h = { .verdict = VERDICT_PASS };
+		struct msg m = { .kind = MSG_NOTE };
+		char key[160], *sp, *end;
+		bool still = false;
+
+		for (size_t k = 0; !still && k < nf; k++) {
+			finding_key(&f[k], key, sizeof(key));
+			still = strcmp(key, n->failing[i]) == 0;
+		}
+		if (still) {
+			i++;
+			continue;
+		}
+		/* "what device fail": the device is between the first and the last space */
+		sp = strchr(n->failing[i], ' ');
+		end = strrchr(n->failing[i], ' ');
+		if (sp && end > sp) {
+			snprintf(h.what, sizeof(h.what), "%.*s", (int)(sp - n->failing[i]), n->failing[i]);
+			snprintf(h.device, sizeof(h.device), "%.*s", (int)(end - sp - 1), sp + 1);
+			snprintf(h.evidence, sizeof(h.evidence), "%s passes again", h.device);
+			m.u.note.node = n->name;
+			m.u.note.findings = &h;
+			m.u.note.nfindings = 1;
+			send_msg(n, &m);
+		}
+		for (size_t k = 0; k < n->nreported; k++)
+			if (strcmp(n->reported[k], n->failing[i]) == 0) {
+				free(n->reported[k]);
+				n->reported[k] = n->reported[--n->nreported];
+				break;
+			}
+		free(n->failing[i]);
+		n->failing[i] = n->failing[--n->nfailing];
+	}
+}
+
+/* Remember F's failures (of NF findings), for report_healed(). */
+static void
+keep_failing(struct node *n, const struct finding *f, size_t nf)
+{
+	for (size_t i = 0; i < nf; i++) {
+		char key[160], **grown;
+		bool known = false;
+
+		if (f[i].verdict != VERDICT_FAIL)
+			continue;
+		finding_key(&f[i], key, sizeof(key));
+		for (size_t k = 0; !known && k < n->nfailing; k++)
+			known = strcmp(n->failing[k], key) == 0;
+		if (known)
+			continue;
+		grown = realloc(n->failing, (n->nfailing + 1) * sizeof(*grown));
+		if (!grown)
+			return;
+		n->failing = grown;
+		if ((n->failing[n->nfailing] = strdup(key)))
+			n->nfailing++;
+	}
+}
+
 /* Tell the coordinator, which decides, what is wrong now that was not before. */
 static void
 report_findings(struct node *n, const struct finding *f, size_t nf)
@@ -741,8 +832,7 @@ report_findings(struct node *n, const struct finding *f, size_t nf)
 	for (size_t i = 0; mf && i < nf; i++) {
 		char key[160];
 
-		snprintf(key, sizeof(key), "%s %s %s", f[i].what, f[i].device,
-		         verdict_name(f[i].verdict));
+		finding_key(&f[i], key, sizeof(key));
 		if (already_reported(n, key))
 			continue;
 		mf[k++] = f[i];
@@ -838,29 +928,41 @@ send_usage(struct node *n)
 	cJSON_Delete(u);
 }
 
+/* sysfs, then the boards: what is wrong now that was not before goes to the coordinator. */
+static void
+inspect_now(struct node *n)
+{
+	struct finding *f = NULL;
+	size_t nf = 0;
+	int rc;
+
+	if (!n->insp)
+		return;
+	rc = inspect_run(n->insp, &f, &nf);
+	if (rc < 0) {
+		LOG_WARN("inspection failed: %s", strerror(-rc));
+	} else {
+		note_link(n, f, nf);
+		report_healed(n, f, nf);
+		report_findings(n, f, nf);
+		keep_failing(n, f, nf);
+	}
+	free(f);
+	take_board_findings(n);
+}
+
 /* Every --inspect-interval: sysfs, then the boards, then what is used. */
 static long
 on_inspect(struct loop *l, void *arg)
 {
 	struct node *n = arg;
-	struct finding *f = NULL;
-	size_t nf = 0;
-	int rc;
 
 	(void)l;
 	if (n->watch == PH_QUIET) {
 		n->inspect_timer = NULL;
 		return LOOP_NOMORE;
 	}
-	rc = inspect_run(n->insp, &f, &nf);
-	if (rc < 0) {
-		LOG_WARN("inspection failed: %s", strerror(-rc));
-	} else {
-		note_link(n, f, nf);
-		report_findings(n, f, nf);
-	}
-	free(f);
-	take_board_findings(n);
+	inspect_now(n);
 	send_usage(n);
 	return (long)(n->ro->inspect_s * 1000);
 }
@@ -1209,10 +1311,15 @@ node_launch(struct node *n)
 	return 0;
 }
 
-/* A node the plan left out (the pre-check, --min-nodes) runs nothing. */
+/* A node the plan left out (the pre-check, --min-nodes) or a spare runs nothing. */
 static void
 describe_left_out(const struct node *n, FILE *f)
 {
+	if (n->ro->spares > 0 && n->o.rank >= n->nranks - n->ro->spares) {
+		fprintf(f, "spare: runs no training; takes the place of a node that fails "
+		        "(--spares %d)\n", n->ro->spares);
+		return;
+	}
 	fprintf(f, "left out: not ready at the pre-check; %d of %d nodes train without it "
 	        "(--min-nodes %d): no training runs here\n", n->nmembers, n->nranks,
 	        n->ro->min_nodes);
@@ -1703,6 +1810,9 @@ node_free(struct node *n)
 	for (size_t i = 0; i < n->nreported; i++)
 		free(n->reported[i]);
 	free(n->reported);
+	for (size_t i = 0; i < n->nfailing; i++)
+		free(n->failing[i]);
+	free(n->failing);
 	mode_launch_free(&n->launch);
 	free(n->mnodes);
 	free_plan(n);

@@ -334,6 +334,8 @@ job_route(struct job *j, int src, int tag, const char *text)
 			j->byes++;  /* (the rest are waited for on the way out) */
 		break;
 	case MSG_HEARTBEAT:
+		if (j->coord && m.u.heartbeat.progress)
+			coord_progress(j->coord, src, m.u.heartbeat.iters, now);
 		if (j->coord)
 			hangjob_beat(j, src, &m.u.heartbeat, now);
 		break;
@@ -436,8 +438,7 @@ before_poll(struct loop *l, void *arg)
 		if (w >= 0 && (wait < 0 || w < wait))
 			wait = w;
 		if (j->coord && j->phase == PH_RUN)
-			jobperf_metrics(j->perf, VIGIL_STATE_RUNNING, (unsigned)coord_up(j->coord),
-			                (unsigned)coord_nlost(j->coord), false, now);
+			jobfiles_metrics(j, VIGIL_STATE_RUNNING, false, now);
 		if (j->coord && j->phase == PH_RUN)
 			finish_usage_event(j, now, false);
 	}

@@ -272,7 +272,7 @@ survey_new_coord(struct job *j, int self)
 		.precheck = j->o->precheck || prep_before_gather(j->prep),
 		.precheck_level = j->o->precheck_level, .verbose = j->o->verbose,
 		.resume = j->o->resume, .restart_max = j->o->restart_max,
-		.min_nodes = j->o->min_nodes, .max_resumes = j->o->max_resumes,
+		.min_nodes = j->o->min_nodes, .spares = j->o->spares, .max_resumes = j->o->max_resumes,
 		.resumes_done = jobfiles_resumes(j->o), .perf_reschedule = j->o->perf_reschedule,
 		.grace_s = j->o->grace_s, .heartbeat_s = j->o->heartbeat_s,
 		.heartbeat_timeout_s = j->o->heartbeat_timeout_s, .ckpt_lead_s = j->o->ckpt_lead_s,

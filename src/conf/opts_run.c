@@ -148,6 +148,10 @@ const struct opts_run opts_run_table[] = {
 	{ .name = "min-nodes", .kind = OPTS_COUNT, FIELD(min_nodes), .min = 0, .max = 1000000,
 	  .group = OPTS_GROUP_RESILIENCE,
 	  .arg = "M", .help = "elastic: run on the healthy nodes if at least M remain" },
+	{ .name = "spares", .kind = OPTS_COUNT, FIELD(spares), .min = 0, .max = 1000000,
+	  .group = OPTS_GROUP_RESILIENCE,
+	  .arg = "K", .help = "hot spares: the last K ranks run no training; when a node fails, "
+	  "the trainings save and start again with a spare in its place (same WORLD_SIZE)" },
 	{ .name = "inspect-interval", .kind = OPTS_DURATION, FIELD(inspect_s), .min = 1, .max = DAY,
 	  .flags = OPTS_SITE | OPTS_OFF, .def = "30s",
 	  .floor = "the inspection reads every board and port: more often only loads the node",

@@ -64,6 +64,7 @@ struct run_opts {
 	const char *ckpt_dir;  /* watched by the inspection (space left) */
 	int restart_max;       /* fault restart: attempts after the first; 0: off */
 	int min_nodes;         /* elastic: run on the healthy nodes if at least this many; 0: off */
+	int spares;            /* hot spares: the last this many ranks wait; 0: none */
 	double inspect_s;      /* inspection interval; 0: off; default 30 */
 	double heartbeat_s;    /* default 5 */
 	double heartbeat_timeout_s; /* default 30 */

@@ -30,7 +30,8 @@ struct finding {
 	char device[64];      /* what it concerns: "0000:3b:00.0", "eth1", "mlx5_0/1",
 	                       * "node1", a path (too long a path keeps its end:
 	                       * "...ckpt/run7"), "nvml"; "" for the node as a whole */
-	enum verdict verdict; /* VERDICT_WARN or VERDICT_FAIL (a fault), never PASS */
+	enum verdict verdict; /* VERDICT_WARN or VERDICT_FAIL (a fault); PASS only in a
+	                       * node's note that a failure it reported is over */
 	char evidence[256];   /* one line, a whole sentence that names the device:
 	                       * "eth1 is down (operstate down, no carrier)" */
 };

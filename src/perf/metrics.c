@@ -63,6 +63,9 @@ struct metrics {
 	struct named_value *alerts; /* value: count; a handful of kinds */
 	size_t nalerts, alerts_cap;
 	unsigned up, lost;
+	bool have_spares;           /* --spares: the two families below are written */
+	unsigned spares_waiting, spares_used;
+	double recovery_s;          /* the last recovery with a spare; NAN: none yet */
 };
 
 /* Make room for one more element in *ARR (of SIZE bytes each).  0 or -ENOMEM. */
@@ -262,6 +265,15 @@ metrics_set_nodes(struct metrics *m, unsigned up, unsigned lost)
 {
 	m->up = up;
 	m->lost = lost;
+}
+
+void
+metrics_set_spares(struct metrics *m, unsigned waiting, unsigned used, double recovery_s)
+{
+	m->have_spares = true;
+	m->spares_waiting = waiting;
+	m->spares_used = used;
+	m->recovery_s = recovery_s;
 }
 
 void
@@ -545,6 +557,19 @@ format(const struct metrics *m, char **text, size_t *len)
 	put_family(fp, "vigil_nodes", "gauge", "Nodes of the job still reporting (up) and lost.");
 	put_sample(fp, "vigil_nodes", "state", "up", m->up);
 	put_sample(fp, "vigil_nodes", "state", "lost", m->lost);
+	if (m->have_spares) {
+		put_family(fp, "vigil_spares", "gauge", "Hot spares still waiting, and spares "
+		           "that took a failed node's place.");
+		put_sample(fp, "vigil_spares", "state", "waiting", m->spares_waiting);
+		put_sample(fp, "vigil_spares", "state", "used", m->spares_used);
+	}
+	if (m->have_spares && !isnan(m->recovery_s)) {
+		put_family(fp, "vigil_recovery_seconds", "gauge", "From the fault to the first "
+		           "iteration after the last recovery with a spare, in seconds.");
+		fprintf(fp, "vigil_recovery_seconds ");
+		put_value(fp, m->recovery_s);
+		fputc('\n', fp);
+	}
 	put_boards(fp, m);
 	put_per_node(fp, m, "vigil_training_cpu_seconds_total", "counter",
 	             "CPU time (user and system) of the training's processes, in seconds.",

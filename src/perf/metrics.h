@@ -16,6 +16,9 @@
  *   vigil_node_e2e_seconds{node="n1"}       each node's last e2e time
  *   vigil_alerts_total{kind="ratio|straggler"}
  *   vigil_nodes{state="up|lost"}
+ *   vigil_spares{state="waiting|used"}     with --spares only
+ *   vigil_recovery_seconds                 fault to first iteration, the last
+ *                                          recovery with a spare
  *
  * and, per node and board (the slot index), what the vendor's library
  * says, and per node what the training uses (in base units):
@@ -49,6 +52,10 @@ struct metrics_stats {
 
 /* NULL with errno set (ENOMEM). */
 struct metrics *metrics_new(void);
+
+/* Hot spares (--spares): WAITING and USED, and RECOVERY_S from the fault
+ * to the first iteration of the last recovery (NAN: none yet). */
+void metrics_set_spares(struct metrics *m, unsigned waiting, unsigned used, double recovery_s);
 
 /* NULL is a no-op. */
 void metrics_free(struct metrics *m);

@@ -825,6 +825,312 @@ test_restart_exhausted(void **state)
 	assert_true(said(&f->rec, "(no restarts left)"));
 }
 
+
+/* A node found faulty (a NIC fault the training survived) and then a crash
+ * on another node: --restart starts again, never on the faulty node. */
+static void
+test_restart_avoids_faulty_node(void **state)
+{
+	struct fx *f = *state;
+
+	f->o.restart_max = 1;
+	start(f, 0, 0);
+	note(f, 1, 0, "fail", 3);
+	assert_true(coord_faulty(f->c, 1));
+	result(f, 0, 1, 0, 4);
+	result(f, 1, 143, SIGTERM, 5);
+	result(f, 2, 143, SIGTERM, 5);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,2]"), 3);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,1,2]"), 0);
+}
+
+
+/* ---- hot spares (--spares) ------------------------------------------------------- */
+
+/* An idle result: RANK runs no training in this attempt (a spare). */
+static void
+idle(struct fx *f, int rank, double now)
+{
+	struct msg_result r = { .node = "spare", .idle = true, .seconds = now };
+
+	coord_result(f->c, rank, &r, now);
+}
+
+/* Four ranks, the last a spare, planned and running; the spare said it idles. */
+static void
+start_spared(struct fx *f, unsigned fail_mask)
+{
+	fresh(f, 4);
+	f->o.spares = 1;
+	start(f, fail_mask, 0);
+	idle(f, 3, 1);
+}
+
+static void
+test_spare_waits(void **state)
+{
+	struct fx *f = *state;
+
+	start_spared(f, 0);
+	assert_true(f->plan.go);
+	assert_int_equal(f->plan.nmembers, 3);
+	assert_int_equal(f->plan.members[2], 2);
+	assert_int_equal(coord_members(f->c), 3);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	/* a fault of the spare itself disturbs no training */
+	note(f, 3, 0, "fail", 2);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_true(coord_faulty(f->c, 3));
+	assert_true(said(&f->rec, "a spare no more"));
+}
+
+static void
+test_spare_fills_precheck_gap(void **state)
+{
+	struct fx *f = *state;
+
+	start_spared(f, 1u << 1);
+	assert_true(f->plan.go);
+	assert_int_equal(f->plan.nmembers, 3);
+	/* the spare takes rank 1's place: RANK 1 of WORLD_SIZE 3 */
+	assert_int_equal(f->plan.members[0], 0);
+	assert_int_equal(f->plan.members[1], 3);
+	assert_int_equal(f->plan.members[2], 2);
+}
+
+/* Under --resume, the inspection of a node that trains nothing requeues nothing. */
+static void
+test_left_out_fault_requeues_nothing(void **state)
+{
+	struct fx *f = *state;
+
+	fresh(f, 4);
+	f->o.spares = 1;
+	f->o.resume = true;
+	start(f, 1u << 1, 0);
+	idle(f, 1, 1);
+	note(f, 1, 0, "fail", 2);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_true(said(&f->rec, "left out"));
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"checkpoint\""), 0);
+}
+
+static void
+test_spares_leave_none(void **state)
+{
+	struct fx *f = *state;
+
+	fresh(f, 2);
+	f->o.spares = 2;
+	start(f, 0, 0);
+	assert_false(f->plan.go);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_USAGE);
+	assert_true(said(&f->rec, "--spares 2 leaves none of the 2 nodes to train"));
+}
+
+/* A fault on rank R of the members [0, 1, 2]: save, stop, start again with the spare. */
+static void
+spare_recovers(struct fx *f, int r, double now)
+{
+	note(f, r, 0, "fail", now);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	assert_true(said(&f->rec, "a spare takes its place"));
+	for (int k = 0; k < 3; k++)
+		result(f, k, 0, 0, now + 2);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+}
+
+/* A fault on rank R of the members [0, 3, 2]: the same, a second time. */
+static void
+spare_recovers_from(struct fx *f, int r, double now)
+{
+	note(f, r, 0, "fail", now);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	result(f, 0, 0, 0, now + 2);
+	result(f, 2, 0, 0, now + 2);
+	result(f, 3, 0, 0, now + 2);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+}
+
+static void
+test_spare_takes_failed_rank(void **state)
+{
+	struct fx *f = *state;
+	cJSON *rep, *rec;
+	char *excl;
+
+	start_spared(f, 0);
+	spare_recovers(f, 1, 10);
+	/* the same WORLD_SIZE, the spare in rank 1's place, a new attempt */
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,3,2]"), 4);
+	assert_true(said(&f->rec, "the spare n4 (rank 3) takes the place of n2 (rank 1) as RANK 1"));
+	idle(f, 1, 13);
+	/* the spare's first iteration, 5 s after the fault */
+	coord_progress(f->c, 0, 1, 14);
+	coord_progress(f->c, 3, 0, 14);
+	coord_progress(f->c, 3, 2, 15);
+	assert_true(said(&f->rec, "first iteration 5.0 s after the fault"));
+	for (int k = 0; k < 4; k++)
+		if (k != 1)
+			result(f, k, 0, 0, 20);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_int_equal(coord_exit_code(f->c), 0);
+	rep = report(f, 20);
+	rec = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "spares"),
+	                                             "recoveries"), 0);
+	assert_non_null(rec);
+	assert_string_equal(json_str(rec, "failed_node", ""), "n2");
+	assert_string_equal(json_str(rec, "spare_node", ""), "n4");
+	assert_int_equal(json_int(rec, "training_rank", 0, 10, -1), 1);
+	assert_true(json_num(rec, "first_iteration_s", 0, 100, -1) == 5);
+	assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(rep,
+	                    "spares"), "used"), 0)->valuestring, "n4");
+	cJSON_Delete(rep);
+	excl = coord_exclude_list(f->c);
+	assert_string_equal(excl, "n2\n");
+	free(excl);
+	/* a spare restart is not one of --restart's */
+	assert_int_equal(f->o.restart_max, 0);
+}
+
+static void
+test_spare_for_coordinator_node(void **state)
+{
+	struct fx *f = *state;
+
+	start_spared(f, 0);
+	spare_recovers(f, 0, 10);
+	/* RANK 0 is the spare now: MASTER_ADDR is its address */
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND,
+	                            "\"master_addr\":\"10.0.0.4\",\"master_port\":29500,"
+	                            "\"members\":[3,1,2]"), 4);
+}
+
+static void
+test_second_fault_no_spare_requeues(void **state)
+{
+	struct fx *f = *state;
+
+	fresh(f, 4);
+	f->o.spares = 1;
+	f->o.resume = true;
+	start(f, 0, 0);
+	idle(f, 3, 1);
+	spare_recovers(f, 1, 10);
+	idle(f, 1, 13);
+	note(f, 2, 0, "fail", 20);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	for (int k = 0; k < 4; k++)
+		if (k != 1)
+			result(f, k, 0, 0, 22);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+}
+
+static void
+test_second_fault_no_spare_elastic(void **state)
+{
+	struct fx *f = *state;
+
+	fresh(f, 4);
+	f->o.spares = 1;
+	f->o.min_nodes = 2;
+	start(f, 0, 0);
+	idle(f, 3, 1);
+	spare_recovers(f, 1, 10);
+	idle(f, 1, 13);
+	note(f, 2, 0, "fail", 20);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	for (int k = 0; k < 4; k++)
+		if (k != 1)
+			result(f, k, 0, 0, 22);
+	/* on without n3: the spare keeps RANK 1 */
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,3]"), 4);
+}
+
+static void
+test_spare_for_lost_node(void **state)
+{
+	struct fx *f = *state;
+
+	start_spared(f, 0);
+	run_until(f, 1, 40, 0.5, 0xdu);  /* rank 1 silent */
+	assert_true(coord_lost(f->c, 1));
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	result(f, 0, 0, 0, 41);
+	result(f, 2, 0, 0, 41);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,3,2]"), 3);
+}
+
+static void
+test_spare_for_hang_suspect(void **state)
+{
+	struct fx *f = *state;
+
+	start_spared(f, 0);
+	coord_hang(f->c, 2, COORD_HANG_STOP, "hung: rank 2", 10);
+	assert_int_equal(coord_phase(f->c), COORD_STOPPING);
+	for (int k = 0; k < 3; k++)
+		result(f, k, 143, SIGTERM, 11);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,1,3]"), 4);
+}
+
+
+/* Elastic: n2's fault shrinks the job to two nodes; its NIC passes again: back to three. */
+static void
+test_shrunk_job_grows_back(void **state)
+{
+	struct fx *f = *state;
+	cJSON *rep, *att;
+
+	f->o.min_nodes = 2;
+	start(f, 0, 0);
+	note(f, 1, 0, "fail", 5);
+	for (int k = 0; k < 3; k++)
+		result(f, k, 0, 0, 7);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,2]"), 3);
+	idle(f, 1, 8);
+	note(f, 1, 0, "pass", 20);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+	assert_true(said(&f->rec, "n2 (rank 1): nic eth1 passes again: the job grows back from 2 "
+	                 "to 3 nodes"));
+	result(f, 0, 0, 0, 22);
+	result(f, 2, 0, 0, 22);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,2,1]"), 3);
+	assert_false(coord_faulty(f->c, 1));
+	for (int k = 0; k < 3; k++)
+		result(f, k, 0, 0, 30);
+	assert_int_equal(coord_exit_code(f->c), 0);
+	rep = report(f, 30);
+	att = cJSON_GetObjectItem(rep, "attempts");
+	assert_int_equal(json_int(cJSON_GetArrayItem(att, 0), "world_size", 0, 10, -1), 3);
+	assert_int_equal(json_int(cJSON_GetArrayItem(att, 1), "world_size", 0, 10, -1), 2);
+	assert_non_null(strstr(json_str(cJSON_GetArrayItem(att, 1), "ended_by", ""), "grows back"));
+	cJSON_Delete(rep);
+}
+
+/* A node replaced by a spare passes again: it waits as a spare, nothing restarts. */
+static void
+test_healed_node_waits_as_spare(void **state)
+{
+	struct fx *f = *state;
+
+	start_spared(f, 0);
+	spare_recovers(f, 1, 10);
+	idle(f, 1, 13);
+	note(f, 1, 0, "pass", 20);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_true(said(&f->rec, "passes again: it waits as a spare"));
+	/* and takes the next failed node's place */
+	spare_recovers_from(f, 2, 30);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,3,1]"), 4);
+}
+
 /* ---- a hung training (coord_hang()) ---------------------------------------------- */
 
 /* Every training told to stop ends with 143: not a failure of its own. */
@@ -1779,6 +2085,19 @@ main(void)
 		T(test_checkpoint_not_confirmed),
 		T(test_restart_then_success),
 		T(test_restart_exhausted),
+		T(test_restart_avoids_faulty_node),
+		T(test_spare_waits),
+		T(test_spare_fills_precheck_gap),
+		T(test_spares_leave_none),
+		T(test_left_out_fault_requeues_nothing),
+		T(test_spare_takes_failed_rank),
+		T(test_spare_for_coordinator_node),
+		T(test_second_fault_no_spare_requeues),
+		T(test_second_fault_no_spare_elastic),
+		T(test_spare_for_lost_node),
+		T(test_spare_for_hang_suspect),
+		T(test_shrunk_job_grows_back),
+		T(test_healed_node_waits_as_spare),
 		T(test_hang_requeue),
 		T(test_hang_requeue_nobody),
 		T(test_hang_restart_counts),

@@ -442,6 +442,108 @@ test_second_checkpoint_refused(void **state)
 	assert_int_equal(count_in_err(fx, "checkpoint: SIGUSR1 to the training"), 1);
 }
 
+
+/*
+ * A training that fails on a node whose NIC is down: the node inspects
+ * before it reports, so the coordinator hears of the fault before the
+ * result and plans no restart there (the interval's inspection is an
+ * hour away here).
+ */
+/* eth1 of the fake sysfs tree under ROOT: up with carrier, or down. */
+static void
+set_eth1(const char *root, bool up)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "mkdir -p %s/sys/class/net/eth1", root);
+	assert_int_equal(system(path), 0);
+	snprintf(path, sizeof(path), "%s/sys/class/net/eth1/operstate", root);
+	assert_non_null(f = fopen(path, "w"));
+	fputs(up ? "up\n" : "down\n", f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/sys/class/net/eth1/carrier", root);
+	assert_non_null(f = fopen(path, "w"));
+	fputs(up ? "1\n" : "0\n", f);
+	fclose(f);
+}
+
+/* The node inspects eth1 of the tree under ROOT every INSPECT_S. */
+static void
+inspect_eth1(struct fixture *fx, const char *root, double inspect_s)
+{
+	free(fx->cfg.sysfs_root);
+	fx->cfg.sysfs_root = strdup(root);
+	fx->cfg.nics = calloc(1, sizeof(*fx->cfg.nics));
+	assert_non_null(fx->cfg.nics);
+	fx->cfg.nics[0] = strdup("eth1");
+	fx->cfg.nnics = 1;
+	fx->ro.inspect_s = inspect_s;
+}
+
+/* How many notes the node sent that hold NEEDLE. */
+static int
+notes_with(const struct fixture *fx, const char *needle)
+{
+	int k = 0;
+
+	for (int i = 0; i < fx->nsent; i++)
+		k += fx->kinds[i] == MSG_NOTE && strstr(fx->texts[i], needle) != NULL;
+	return k;
+}
+
+static void
+test_failure_inspects_before_result(void **state)
+{
+	struct fixture *fx = *state;
+	char root[] = "/tmp/vigil-node-XXXXXX", path[256];
+	int note;
+
+	assert_non_null(mkdtemp(root));
+	set_eth1(root, false);
+	inspect_eth1(fx, root, 3600);
+	launch(fx, "exit 1");
+	assert_true(pump(fx, NULL));
+	note = sent(fx, MSG_NOTE);
+	assert_true(note >= 0);
+	assert_true(note < sent(fx, MSG_RESULT));
+	assert_non_null(strstr(fx->texts[note], "eth1"));
+	snprintf(path, sizeof(path), "rm -rf %s", root);
+	assert_int_equal(system(path), 0);
+}
+
+
+/* A NIC down, then up again: a failing note, then one that it passes; down again: again. */
+static void
+test_failure_over_said(void **state)
+{
+	struct fixture *fx = *state;
+	char root[] = "/tmp/vigil-node-XXXXXX", path[256];
+
+	assert_non_null(mkdtemp(root));
+	set_eth1(root, false);
+	inspect_eth1(fx, root, 1);
+	launch(fx, WAITS_BEGIN "echo ready;" WAITS_END);
+	assert_true(pump(fx, "ready\n"));
+	advance(fx, 1000 * MS);
+	assert_int_equal(notes_with(fx, "\"verdict\":\"fail\""), 1);
+	advance(fx, 1000 * MS);
+	assert_int_equal(notes_with(fx, "\"verdict\":\"fail\""), 1);  /* said once */
+	set_eth1(root, true);
+	advance(fx, 1000 * MS);
+	assert_int_equal(notes_with(fx, "\"verdict\":\"pass\""), 1);
+	assert_int_equal(notes_with(fx, "eth1 passes again"), 1);
+	advance(fx, 1000 * MS);
+	assert_int_equal(notes_with(fx, "\"verdict\":\"pass\""), 1);
+	set_eth1(root, false);
+	advance(fx, 1000 * MS);
+	assert_int_equal(notes_with(fx, "\"verdict\":\"fail\""), 2);
+	node_command(fx->n, &(struct msg_command){ .command = MSG_CMD_STOP, .reason = "end" });
+	assert_true(pump(fx, NULL));
+	snprintf(path, sizeof(path), "rm -rf %s", root);
+	assert_int_equal(system(path), 0);
+}
+
 /*
  * The relay, line by line: whole lines go out at once; a line begun
  * waits for its end up to STREAM_LINE_WAIT_US on the clock, then goes as
@@ -488,6 +590,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_exit_sends_result, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_escalates_to_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checkpoint_then_exit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failure_inspects_before_result, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failure_over_said, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_second_checkpoint_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_relay_lines, setup, teardown),
 	};

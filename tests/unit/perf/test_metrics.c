@@ -183,6 +183,33 @@ test_fresh(void **state)
 	free(text);
 }
 
+
+/* Hot spares: absent without them; waiting and used, then the recovery's time once known. */
+static void
+test_spares(void **state)
+{
+	struct fixture *f = *state;
+	char *text;
+
+	assert_int_equal(metrics_write(f->m, f->path), 0);
+	text = slurp(f->path, TEXT_SIZE, NULL);
+	assert_null(strstr(text, "vigil_spares"));
+	free(text);
+	metrics_set_spares(f->m, 1, 0, NAN);
+	assert_int_equal(metrics_write(f->m, f->path), 0);
+	text = slurp(f->path, TEXT_SIZE, NULL);
+	assert_non_null(strstr(text, "# TYPE vigil_spares gauge\nvigil_spares{state=\"waiting\"} 1\n"
+	                        "vigil_spares{state=\"used\"} 0\n"));
+	assert_null(strstr(text, "vigil_recovery_seconds"));
+	free(text);
+	metrics_set_spares(f->m, 0, 1, 7.5);
+	assert_int_equal(metrics_write(f->m, f->path), 0);
+	text = slurp(f->path, TEXT_SIZE, NULL);
+	assert_non_null(strstr(text, "vigil_spares{state=\"used\"} 1\n"));
+	assert_non_null(strstr(text, "# TYPE vigil_recovery_seconds gauge\nvigil_recovery_seconds 7.5\n"));
+	free(text);
+}
+
 static void
 test_state_names(void **state)
 {
@@ -460,6 +487,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_known_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_state_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_spares, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_label_escaping, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_values, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_atomic_replace, setup, teardown),
