@@ -222,9 +222,15 @@ hang_beat(struct hang *h, int rank, const struct msg_heartbeat *b, double now)
 	if (b->quiet_s >= 0 && b->lines > 0) {
 		double at = now - b->quiet_s;
 
-		h->any_line = h->attempt_line = true;
-		if (at > h->last_line)
-			h->last_line = at;
+		h->any_line = true;
+		/* A node's last line may be the attempt before's (its count
+		 * goes on, a heartbeat was on its way): no line of this one,
+		 * whose start still has its allowance. */
+		if (at >= h->attempt_at) {
+			h->attempt_line = true;
+			if (at > h->last_line)
+				h->last_line = at;
+		}
 		if (h->fired && at > h->fired_at)
 			h->fired = false;  /* it moved again: a later hang is a new one */
 	}
