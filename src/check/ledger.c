@@ -665,13 +665,15 @@ slurp(struct ledger *l, int dfd, const char *name, char **buf, size_t *len, stru
 	}
 	/* No link left: a compactor merged it and unlinked it since the open,
 	 * as good as vanished (the reader lists again).  One link: never a
-	 * hard link to some other file planted in the spool. */
-	if (fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_nlink == 0) {
+	 * hard link to some other file planted in the spool.  One fstat()
+	 * for both: an unlink between two would make the second see no link
+	 * and call the file foreign. */
+	rc = fstat(fd, st) < 0 ? -errno : 0;
+	if (rc == 0 && S_ISREG(st->st_mode) && st->st_nlink == 0) {
 		(void)close(fd);  /* read-only */
 		return -ENOENT;
 	}
-	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_nlink != 1 ||
-	    st->st_size > FILE_MAX) {
+	if (rc < 0 || !S_ISREG(st->st_mode) || st->st_nlink != 1 || st->st_size > FILE_MAX) {
 		skip(l, "%s: not a regular file of one link and at most %ld bytes", name, FILE_MAX);
 		rc = 1;
 		goto out;
