@@ -1,6 +1,6 @@
 #!/bin/bash
-# A hung Python training on 2 nodes under mpirun with a short heartbeat
-# (0.5 s, timeout 2 s): every agent looks at its training in a child of
+# A hung Python training on 2 nodes under mpirun (run_mpi: timeout -k)
+# with a short heartbeat (every 0.5 s, a node lost after 2 s): every agent looks at its training in a child of
 # its own, so the coordinator's loop goes on while gdb reads the stacks,
 # which take longer than the heartbeat timeout allows a blocked loop.
 # Each rank's Python stack is in the forensics file, no node is lost or
@@ -18,7 +18,7 @@ wait_for_peer()
 PY
 ev="$SCRATCH/ev.jsonl"; rep="$SCRATCH/r.json"
 MPI_LIMIT=90 run_mpi -np 2 "$VIGIL" run --mode pytorch --precheck off --heartbeat 0.5 \
-	--heartbeat-timeout 2 --hang-timeout 2 --on-hang stop --events "$ev" --report "$rep" -- \
+	--heartbeat-timeout=2s --hang-timeout=2s --on-hang stop --events "$ev" --report "$rep" -- \
 	/usr/bin/python3 "$SCRATCH/t.py" >"$SCRATCH/out" 2>&1; rc=$?
 expect_eq "stopped as hung" 84 "$rc"
 expect_eq "both ranks' Python stacks" "0 wait_for_peer|1 wait_for_peer" \
