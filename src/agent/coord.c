@@ -293,8 +293,8 @@ spare_ready(const struct coord *c)
 
 /*
  * The lowest healthy spare, now a member, or -1 when none is left.
- * Spares are taken in rank order and never come back, so the scans of a
- * whole job together pass every rank once.
+ * Spares are taken in rank order from spare_from, which only a node
+ * that passes again (healed()) moves back: a scan is O(N) at most.
  */
 static int
 take_spare(struct coord *c)
@@ -1115,15 +1115,17 @@ coord_alert(struct coord *c, int rank, const char *message, double now)
 void
 coord_progress(struct coord *c, int rank, double iters, double now)
 {
-	int n = cJSON_GetArraySize(c->recoveries);
 	double took = 0;
+	cJSON *r;
+	int i = 0;
 
+	/* every heartbeat comes here: O(1) but after a recovery */
 	if (c->restarted_at < 0 || rank != c->timed_rank || iters <= 0 ||
 	    c->phase != COORD_RUNNING)
 		return;
-	for (int i = c->recovery_from; i < n; i++) {
-		cJSON *r = cJSON_GetArrayItem(c->recoveries, i);
-
+	cJSON_ArrayForEach(r, c->recoveries) {
+		if (i++ < c->recovery_from)
+			continue;
 		took = now - c->t0 - json_num(r, "fault_s", 0, 1e12, now - c->t0);
 		cJSON_AddNumberToObject(r, "restart_s", c->restarted_at - c->t0 -
 		                        json_num(r, "fault_s", 0, 1e12, now - c->t0));

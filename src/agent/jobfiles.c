@@ -220,13 +220,15 @@ jobfiles_resumes(const struct run_opts *o)
 	return n;
 }
 
-/* The coordinator's files, before FINAL lets the others go: if mpirun then
- * crashes or hangs, what vigil decided is already written. */
 void
 jobfiles_metrics(struct job *j, const char *state, bool force, double now)
 {
 	struct metrics *m = jobperf_metrics_store(j->perf);
 
+	/* called at every turn of the loop: the spares are counted (O(N))
+	 * only when the file is rewritten */
+	if (!jobperf_metrics_due(j->perf, force, now))
+		return;
 	if (m && j->o->spares > 0) {
 		int used, waiting;
 		double took;
@@ -238,6 +240,8 @@ jobfiles_metrics(struct job *j, const char *state, bool force, double now)
 	                (unsigned)coord_nlost(j->coord), force, now);
 }
 
+/* The coordinator's files, before FINAL lets the others go: if mpirun then
+ * crashes or hangs, what vigil decided is already written. */
 void
 jobfiles_write(struct job *j, double now)
 {

@@ -1494,7 +1494,7 @@ want_dumps(struct node *n, const cJSON *f)
 		if (ranks && !cJSON_GetObjectItemCaseSensitive(p, "train_rank"))
 			continue;
 		if (n->ndump < DUMP_MAX && strncmp(json_str(p, "comm", ""), "python", 6) == 0 &&
-		    !cJSON_GetObjectItemCaseSensitive(p, "py_stack") && strchr("RST", st[0]))
+		    !cJSON_GetObjectItemCaseSensitive(p, "py_stack") && st[0] && strchr("RST", st[0]))
 			n->dump[n->ndump++] = (pid_t)json_num(p, "pid", 1, 1e9, 0);
 	}
 }
@@ -1574,9 +1574,9 @@ node_forensics(struct node *n)
 	/* The keeper is vigil's own (child.c), not the training's: left out
 	 * of the look and so of the verdict. */
 	keeper = n->child ? child_pid(n->child) : -1;
-	for (size_t i = 0; i < np; i++)
+	for (size_t i = np; i-- > 0;)
 		if (pids[i] == keeper)
-			pids[i--] = pids[--np];
+			pids[i] = pids[--np];
 	rc = forensics_start(pids, np, &fo, &n->look);
 	free(pids);
 	if (rc == 0 && loop_add_fd(n->loop, forensics_run_fd(n->look), POLLIN, on_look, n) < 0)

@@ -19,21 +19,7 @@
 #include "lib/util.h"
 #include "sys/topo.h"
 
-static bool ended_by_launcher(void);
-
-/* cmd_usage_error(), cmd_syntax_error(): JOB, the same on every rank. */
-static int
-usage_v(const char *cmd, bool job, const char *fmt, va_list ap)
-{
-	/* the wait first, either way: this rank leaving must not make the
-	 * launcher end the first one before it has said it */
-	if (!cmd_speaks() && (ended_by_launcher() || job))
-		return VIGIL_EXIT_USAGE;
-	fprintf(stderr, "vigil %s: ", cmd);
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\nTry `vigil %s --help'.\n", cmd);
-	return VIGIL_EXIT_USAGE;
-}
+static int say(const char *cmd, bool job, bool help, const char *fmt, va_list ap);
 
 int
 cmd_usage_error(const char *cmd, const char *fmt, ...)
@@ -42,7 +28,7 @@ cmd_usage_error(const char *cmd, const char *fmt, ...)
 	int rc;
 
 	va_start(ap, fmt);
-	rc = usage_v(cmd, false, fmt, ap);
+	rc = say(cmd, false, true, fmt, ap);
 	va_end(ap);
 	return rc;
 }
@@ -54,7 +40,7 @@ cmd_syntax_error(const char *cmd, const char *fmt, ...)
 	int rc;
 
 	va_start(ap, fmt);
-	rc = usage_v(cmd, true, fmt, ap);
+	rc = say(cmd, true, true, fmt, ap);
 	va_end(ap);
 	return rc;
 }
@@ -135,17 +121,23 @@ ended_by_launcher(void)
 	return sig > 0;
 }
 
-/* The two kinds of error below: MESSAGE from every speaker; from another
- * rank, after the wait, only when it is THIS_NODE's own. */
+/*
+ * Every error of this file: said by the speaker; by another rank, after
+ * the wait (first, either way: this rank leaving must not make the
+ * launcher end the first one before it has said it), only when it is not
+ * JOB's, the same on every rank, and so may be this node's own.  HELP:
+ * the pointer to --help after it.
+ */
 static int
-say_once(const char *cmd, bool this_node, const char *fmt, va_list ap)
+say(const char *cmd, bool job, bool help, const char *fmt, va_list ap)
 {
-	char msg[2048];
-
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (!cmd_speaks() && (ended_by_launcher() || !this_node))
+	if (!cmd_speaks() && (ended_by_launcher() || job))
 		return VIGIL_EXIT_USAGE;
-	fprintf(stderr, "vigil %s: %s\n", cmd, msg);
+	fprintf(stderr, "vigil %s: ", cmd);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	if (help)
+		fprintf(stderr, "Try `vigil %s --help'.\n", cmd);
 	return VIGIL_EXIT_USAGE;
 }
 
@@ -156,7 +148,7 @@ cmd_job_error(const char *cmd, const char *fmt, ...)
 	int rc;
 
 	va_start(ap, fmt);
-	rc = say_once(cmd, false, fmt, ap);
+	rc = say(cmd, true, false, fmt, ap);
 	va_end(ap);
 	return rc;
 }
@@ -168,7 +160,7 @@ cmd_node_error(const char *cmd, const char *fmt, ...)
 	int rc;
 
 	va_start(ap, fmt);
-	rc = say_once(cmd, true, fmt, ap);
+	rc = say(cmd, false, false, fmt, ap);
 	va_end(ap);
 	return rc;
 }

@@ -279,6 +279,12 @@ jobperf_metrics_gap(double took_s)
 	return gap > METRICS_INTERVAL_S ? gap : METRICS_INTERVAL_S;
 }
 
+bool
+jobperf_metrics_due(const struct jobperf *jp, bool force, double now)
+{
+	return jp->metrics && (force || now - jp->metrics_last >= jp->metrics_gap);
+}
+
 void
 jobperf_metrics(struct jobperf *jp, const char *state, unsigned up, unsigned lost, bool force,
                 double now)
@@ -287,7 +293,7 @@ jobperf_metrics(struct jobperf *jp, const char *state, unsigned up, unsigned los
 	double t0;
 	int rc;
 
-	if (!jp->metrics || (!force && now - jp->metrics_last < jp->metrics_gap))
+	if (!jobperf_metrics_due(jp, force, now))
 		return;
 	jp->metrics_last = now;
 	t0 = util_now_s();

@@ -152,6 +152,9 @@ void jobperf_series(struct jobperf *jp);
 void jobperf_metrics(struct jobperf *jp, const char *state, unsigned up, unsigned lost,
                      bool force, double now);
 
+/* Whether jobperf_metrics(JP, ..., FORCE, NOW) would rewrite the file. */
+bool jobperf_metrics_due(const struct jobperf *jp, bool force, double now);
+
 /*
  * The seconds from one rewrite of the --metrics file to the next after
  * a write that took TOOK_S: 20 times that, so that the writes take at

@@ -109,6 +109,16 @@ if "${MPIRUN:-mpirun}" --version 2>&1 | grep -q HYDRA; then MPI_HYDRA=1; else MP
 # unbound, by itself); run_mpi: mpirun with them, ended after
 # MPI_LIMIT seconds (300) so that a hang fails one test.
 if [ -n "$MPI_HYDRA" ]; then MPI_FLAGS=(); else MPI_FLAGS=(--oversubscribe --bind-to none); fi
+# need_torch: PY, Debian's interpreter, with torch.distributed (python3-torch),
+# or the test skips (77, which the CI script counts as a failure)
+need_torch() {
+	PY=/usr/bin/python3
+	if ! "$PY" -c 'import torch.distributed' 2>/dev/null; then
+		echo "SKIP: Debian's python3-torch not found"
+		exit 77
+	fi
+}
+
 run_mpi() { timeout -k 5 "${MPI_LIMIT:-300}" "${MPIRUN:-mpirun}" "${MPI_FLAGS[@]}" "$@"; }
 
 # run_named NP SECONDS ARGS...: NP agents of `vigil run ARGS` under mpirun,

@@ -13,11 +13,7 @@
 # the training outlives a stop.
 . "$(dirname "$0")/lib.sh"
 
-PY=/usr/bin/python3
-if ! "$PY" -c 'import torch.distributed' 2>/dev/null; then
-	echo "SKIP: Debian's python3-torch not found"
-	exit 77
-fi
+need_torch
 DDP="$TESTS_SRCDIR/../contrib/examples/ddp_train.py"
 export PYTHONDONTWRITEBYTECODE=1
 # Two agents, two distinct node names: the reductions name both.

@@ -15,11 +15,7 @@
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/testbed/cases.sh"
 
 sl_require
-PY=/usr/bin/python3
-if ! "$PY" -c 'import torch.distributed' 2>/dev/null; then
-	echo "SKIP: Debian's python3-torch not found"
-	exit 77
-fi
+need_torch
 sl_up 3 || { fail "cluster"; finish; }
 
 W=$SL_SPOOL

@@ -13,11 +13,7 @@
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/testbed/tb.sh"
 
 tb_require
-PY=/usr/bin/python3
-if ! "$PY" -c 'import torch.distributed' 2>/dev/null; then
-	echo "SKIP: Debian's python3-torch not found"
-	exit 77
-fi
+need_torch
 export TB_TIMEOUT=150 PYTHONDONTWRITEBYTECODE=1
 TRAIN="$TESTS_SRCDIR/integration/hang_train.py"
 CASES=${CASES:-stop sleep fifo save slow}
