@@ -143,10 +143,13 @@ void hang_describe(const struct hang_finding *f, char *buf, size_t len);
  * process objects]} (one per node that answered).  Returns
  * {"groups": [{"signature", "count", "members": ["n3 rank 5", ...]}],
  *  "odd": [{"node", "rank" (the agent's), "train_rank"?, "pid", "state",
- *           "why"}], "summary": "n3 rank 5: stopped (T); 7 ranks wait in ..."},
- * the groups largest first.  A process is odd when it is stopped (T),
- * in uninterruptible sleep (D) or a zombie, or when it is alone in a
- * group while another group holds most of the ranks.  SUSPECT_NODE is
+ *           "why"}], "summary": "n3 rank 5: stopped (T); 7 ranks wait in ...",
+ *  "unread": N}, the groups largest first.  A process is odd when it is
+ * stopped (T), in uninterruptible sleep (D) or a zombie, when it is
+ * alone in a group while another group holds most of the ranks, or
+ * when it is the only one outside a collective every other rank waits
+ * in.  The N processes whose stack gdb was asked for and did not give
+ * are never odd and not counted against the others.  SUSPECT_NODE is
  * set to the agent rank of the only node with odd processes, or -1 when
  * none or several.  NULL on ENOMEM.
  */

@@ -11,9 +11,16 @@
  * read one, and the innermost Python frame when gdb could read that.
  * Where every rank but one waits in a collective (its innermost Python
  * frame in torch.distributed) the one outside it is odd, even among two
- * ranks, where counting cannot tell.  Only the ranks are grouped (processes that carry LOCAL_RANK,
- * as every launcher sets it) when there are any; the launchers' own
- * processes are in the forensics file, not in the verdict.
+ * ranks, where counting cannot tell.  Only the ranks are grouped
+ * (processes that carry LOCAL_RANK, as every launcher sets it) when
+ * there are any; the launchers' own processes are in the forensics file,
+ * not in the verdict.
+ *
+ * A rank whose stack gdb could not read (it did not finish within the
+ * budget on a loaded node) is not known to be anywhere: it is never
+ * odd, and it does not count against the others.  It counts as in the
+ * collective when its state and wait channel are those of a rank that
+ * is, since that is all there is to tell them apart.
  */
 #include "autoconf.h"
 
@@ -36,6 +43,8 @@ struct item {
 	char sig[256];
 	char state;
 	bool collective;     /* its main thread waits in a collective */
+	bool unread;         /* gdb was asked for its stack and gave none */
+	size_t coarse;       /* the length of sig's state and wait channel */
 	int group;
 };
 
@@ -122,6 +131,7 @@ signature(struct item *it)
 		                     *wchan && strcmp(wchan, "0") ? wchan : "?");
 		break;
 	}
+	it->coarse = w < sizeof(it->sig) ? w : sizeof(it->sig) - 1;
 	cJSON_ArrayForEach(fr, stack) {
 		if (k == SIG_FRAMES || w + 8 >= sizeof(it->sig))
 			break;
@@ -134,6 +144,15 @@ signature(struct item *it)
 	if (k && w + 2 < sizeof(it->sig))
 		w += (size_t)snprintf(it->sig + w, sizeof(it->sig) - w, ")");
 	py_where(it, w);
+}
+
+/* Whether gdb was asked for IT's stack and gave none (stopped and dead ones are not asked). */
+static bool
+unread(const struct item *it)
+{
+	return cJSON_HasObjectItem(it->proc, "stack_error") &&
+	       !cJSON_HasObjectItem(it->proc, "stack") && !cJSON_HasObjectItem(it->proc, "py_stack") &&
+	       !strchr("TtZD", it->state);
 }
 
 /* The processes to judge: the ranks where there are any, else every process. */
@@ -173,6 +192,7 @@ collect(const cJSON *nodes, size_t *np)
 				snprintf(v[n].label, sizeof(v[n].label), "%.100s pid %d", v[n].node,
 				         num(p, "pid", 0));
 			signature(&v[n]);
+			v[n].unread = unread(&v[n]);
 			n++;
 		}
 	}
@@ -183,6 +203,7 @@ collect(const cJSON *nodes, size_t *np)
 struct group {
 	const char *sig;
 	int count;
+	int known;           /* members whose stack was read */
 	cJSON *members;
 };
 
@@ -232,14 +253,28 @@ summarise(const cJSON *odd, const struct group *g, size_t ng, size_t total, char
 		         total == 1 ? "process" : "processes", g[0].sig);
 }
 
+/* The state and wait channel of ranks in the collective, a few at most. */
+#define REFS 4
+
+/* Whether unread IT waits as a rank in the collective does (one of REF[0..NREF)). */
+static bool
+waits_as_collective(const struct item *it, const struct item *const *ref, int nref)
+{
+	for (int k = 0; k < nref; k++)
+		if (ref[k]->coarse == it->coarse && strncmp(ref[k]->sig, it->sig, it->coarse) == 0)
+			return true;
+	return false;
+}
+
 cJSON *
 hang_group(const cJSON *nodes, int *suspect_node)
 {
-	size_t n = 0, ng = 0;
+	size_t n = 0, ng = 0, known = 0;
 	struct item *v = collect(nodes, &n);
 	struct group *g = calloc(n ? n : 1, sizeof(*g));
 	cJSON *out = cJSON_CreateObject(), *groups = cJSON_CreateArray(), *odd = cJSON_CreateArray();
-	int suspect = -1, in_collective = 0;
+	const struct item *ref[REFS];
+	int suspect = -1, in_collective = 0, most = 0, nref = 0;
 	bool several = false;
 	char line[1024];
 
@@ -257,21 +292,26 @@ hang_group(const cJSON *nodes, int *suspect_node)
 			ng++;
 		}
 		g[k].count++;
+		g[k].known += !v[i].unread;
+		most = g[k].known > most ? g[k].known : most;
+		known += !v[i].unread;
 		cJSON_AddItemToArray(g[k].members, cJSON_CreateString(v[i].label));
 		v[i].group = (int)k;
 	}
+	for (size_t i = 0; i < n && nref < REFS; i++)
+		if (v[i].collective && !waits_as_collective(&v[i], ref, nref))
+			ref[nref++] = &v[i];
 	for (size_t i = 0; i < n; i++)
-		in_collective += v[i].collective;
+		in_collective += v[i].collective || (v[i].unread && waits_as_collective(&v[i], ref, nref));
 	for (size_t i = 0; i < n; i++) {
 		const struct group *mine = &g[v[i].group];
-		int most = 0;
 		char why[300];
 
-		for (size_t k = 0; k < ng; k++)
-			most = g[k].count > most ? g[k].count : most;
+		if (v[i].unread)
+			continue;
 		if (strchr("TtZD", v[i].state))
 			snprintf(why, sizeof(why), "%s", v[i].sig);
-		else if (mine->count == 1 && n >= 3 && (size_t)most * 2 > n)
+		else if (mine->known == 1 && known >= 3 && (size_t)most * 2 > known)
 			snprintf(why, sizeof(why), "alone: %s", v[i].sig);
 		else if (in_collective && !v[i].collective && (size_t)in_collective + 1 >= n)
 			snprintf(why, sizeof(why), "not in the collective: %s", v[i].sig);
@@ -296,6 +336,7 @@ hang_group(const cJSON *nodes, int *suspect_node)
 	cJSON_AddItemToObject(out, "groups", groups);
 	cJSON_AddItemToObject(out, "odd", odd);
 	cJSON_AddStringToObject(out, "summary", line);
+	cJSON_AddNumberToObject(out, "unread", (double)(n - known));
 	*suspect_node = several ? -1 : suspect;
 	free(v);
 	free(g);

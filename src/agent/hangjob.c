@@ -236,6 +236,8 @@ document(struct job *j, struct hangjob *hj, cJSON *grouped, int suspect, const c
 	cJSON_AddItemToObject(doc, "groups",
 	                      cJSON_Duplicate(cJSON_GetObjectItem(grouped, "groups"), true));
 	cJSON_AddItemToObject(doc, "odd", cJSON_Duplicate(cJSON_GetObjectItem(grouped, "odd"), true));
+	cJSON_AddItemToObject(doc, "unread",
+	                      cJSON_Duplicate(cJSON_GetObjectItem(grouped, "unread"), true));
 	cJSON_AddItemToObject(doc, "missing", missing_ranks(j, hj));
 	return doc;
 }

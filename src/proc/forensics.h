@@ -30,7 +30,7 @@
 #define FORENSICS_FRAMES 24       /* user frames per process */
 #define FORENSICS_KSTACK 16       /* kernel stack lines per process */
 #define FORENSICS_PY_FRAMES 24    /* Python frames per process */
-#define FORENSICS_BUDGET_S 8.0    /* the default budget of a whole gathering */
+#define FORENSICS_BUDGET_S 12.0   /* the default budget of a whole gathering */
 #define FORENSICS_OUT_MAX (4 << 20) /* the most a run's result may be (bytes) */
 
 struct forensics_opts {

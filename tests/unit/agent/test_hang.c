@@ -447,6 +447,35 @@ test_group_python(void **state)
 	cJSON_Delete(n);
 }
 
+/* gdb gave no stack for P (it did not finish in time): only its state and wait channel. */
+static void
+unread(cJSON *p)
+{
+	cJSON_DeleteItemFromObject(p, "stack");
+	cJSON_DeleteItemFromObject(p, "py_stack");
+	cJSON_AddStringToObject(p, "stack_error", "gdb did not finish within the budget");
+}
+
+static void
+py_top(cJSON *p, const char *frame)
+{
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(p, "py_stack"), cJSON_CreateString(frame));
+}
+
+/* Node "n<NAME>", agent rank RANK, with the one process P, onto array A. */
+static void
+one_rank_node(cJSON *a, int name, int rank, cJSON *p)
+{
+	cJSON *o = cJSON_CreateObject();
+	char buf[16];
+
+	snprintf(buf, sizeof(buf), "n%d", name);
+	cJSON_AddStringToObject(o, "node", buf);
+	cJSON_AddNumberToObject(o, "rank", rank);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "processes"), p);
+	cJSON_AddItemToArray(a, o);
+}
+
 /* Two ranks: one waits in the collective, the other elsewhere; counting
  * cannot tell them apart, the collective can.  Both outside it: nobody. */
 static void
@@ -464,17 +493,10 @@ test_group_two_ranks(void **state)
 		int suspect;
 
 		for (int r = 0; r < 2; r++) {
-			cJSON *o = cJSON_CreateObject(), *ps = cJSON_AddArrayToObject(o, "processes");
 			cJSON *p = proc(r, "S", "futex_wait_queue", "__futex_abstimed_wait");
-			char name[8];
 
-			snprintf(name, sizeof(name), "n%d", r);
-			cJSON_AddStringToObject(o, "node", name);
-			cJSON_AddNumberToObject(o, "rank", r);
-			cJSON_AddItemToArray(cJSON_AddArrayToObject(p, "py_stack"),
-			                     cJSON_CreateString(where[c][r]));
-			cJSON_AddItemToArray(ps, p);
-			cJSON_AddItemToArray(n, o);
+			py_top(p, where[c][r]);
+			one_rank_node(n, r, r, p);
 		}
 		g = hang_group(n, &suspect);
 		if (c == 0) {
@@ -487,6 +509,57 @@ test_group_two_ranks(void **state)
 			assert_int_equal(suspect, -1);
 			assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "odd")), 0);
 		}
+		cJSON_Delete(g);
+		cJSON_Delete(n);
+	}
+}
+
+/* A rank whose stack was not read is never the odd one out, nor hides one. */
+static void
+test_group_unread(void **state)
+{
+	static const char coll[] = "File \"/usr/lib/python3/dist-packages/torch/distributed/"
+	                           "distributed_c10d.py\", line 1541, in all_reduce";
+	cJSON *n = nodes(-1, "S", ""), *g, *p;
+	int suspect;
+
+	(void)state;
+	/* 6 ranks wait together, rank 4's stack unread: nobody */
+	unread(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(n, 2), "processes"), 1));
+	g = hang_group(n, &suspect);
+	assert_int_equal(suspect, -1);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(g, "odd")), 0);
+	assert_int_equal(cJSON_GetObjectItem(g, "unread")->valueint, 1);
+	cJSON_Delete(g);
+	cJSON_Delete(n);
+	/* 3 ranks: 0 in all_reduce, 1 unread, 2 blocked in its own code
+	 * (a FIFO): 1 waits as 0 does, so 2 is the only one outside the
+	 * collective; when 1 waits elsewhere, nobody can be told */
+	for (int c = 0; c < 2; c++) {
+		n = cJSON_CreateArray();
+		for (int r = 0; r < 3; r++) {
+			if (r == 2) {
+				p = proc(r, "S", "wait_for_partner", "open64");
+				py_top(p, "File \"/job/train.py\", line 48, in fault");
+			} else {
+				p = proc(r, "S", r == 1 && c ? "hrtimer_nanosleep" : "futex_do_wait",
+				         "__futex_abstimed_wait");
+				py_top(p, coll);
+				if (r == 1)
+					unread(p);
+			}
+			one_rank_node(n, r + 1, r, p);
+		}
+		g = hang_group(n, &suspect);
+		if (c == 0) {
+			assert_int_equal(suspect, 2);
+			assert_non_null(strstr(cJSON_GetObjectItem(g, "summary")->valuestring,
+			                       "n3 rank 2: not in the collective: wait in "
+			                       "wait_for_partner (open64) at fault (train.py:48)"));
+		} else {
+			assert_int_equal(suspect, -1);
+		}
+		assert_int_equal(cJSON_GetObjectItem(g, "unread")->valueint, 1);
 		cJSON_Delete(g);
 		cJSON_Delete(n);
 	}
@@ -511,6 +584,7 @@ main(void)
 		cmocka_unit_test(test_group_nobody),
 		cmocka_unit_test(test_group_python),
 		cmocka_unit_test(test_group_two_ranks),
+		cmocka_unit_test(test_group_unread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
