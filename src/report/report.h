@@ -45,7 +45,16 @@
  *                ratio {min, mean, max}, hw_mean_ms, slowest_node} or null,
  *   alerts [{time, kind, iter, node, rank, value, message}],
  *   usage: the last "usage" event's details (usage.h: the ranges of the
- *     training's CPU and memory and of the boards' use) or null.
+ *     training's CPU and memory and of the boards' use) or null,
+ *   chain: where the time went (report_cost.h), or null: key, attempts
+ *     [{state, started, ended (seconds since the epoch), seconds,
+ *     gap_before_s, iterations, redone_iterations, checkpoint_confirmed,
+ *     split_s {precheck, staging, start, productive, straggler, detection,
+ *     checkpoint, stop, redone, other}}], elapsed_s, productive_s, ettr,
+ *     seconds {the causes and between_attempts}, shares {the same / elapsed}.
+ *     The chain is the runs of the log with the last run's key (the
+ *     "account" event's: Slurm's job id, or the --state file); a run
+ *     without one is a chain of its own.
  * Unknown figures are null.
  * --plot draws e2e time per node over iterations as SVG: one line with
  * hollow markers per node (or min / mean / max across nodes when the log
