@@ -340,9 +340,8 @@ metrics_set_training_usage(struct metrics *m, const char *node, double cpu_secon
 
 /* ---- the text format ------------------------------------------------- */
 
-/* A label value: backslash, double quote and newline escaped. */
-static void
-put_label(FILE *fp, const char *s)
+void
+metrics_put_label(FILE *fp, const char *s)
 {
 	for (; *s; s++) {
 		if (*s == '\\')
@@ -393,7 +392,7 @@ put_labelled(FILE *fp, const char *name, const char *const *kv, size_t n, double
 	fputs(name, fp);
 	for (size_t i = 0; i < n; i++) {
 		fprintf(fp, "%c%s=\"", i ? ',' : '{', kv[2 * i]);
-		put_label(fp, kv[2 * i + 1]);
+		metrics_put_label(fp, kv[2 * i + 1]);
 		fputc('"', fp);
 	}
 	if (n)

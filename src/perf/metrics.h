@@ -39,6 +39,7 @@
 #define VIGIL_METRICS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 struct metrics;
 
@@ -49,6 +50,10 @@ struct metrics_stats {
 
 /* NULL with errno set (ENOMEM). */
 struct metrics *metrics_new(void);
+
+/* S as a label value of the text format onto FP: backslash, double quote
+ * and newline escaped (also for the files `vigil report --metrics` writes). */
+void metrics_put_label(FILE *fp, const char *s);
 
 /* NULL is a no-op. */
 void metrics_free(struct metrics *m);

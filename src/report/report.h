@@ -99,6 +99,16 @@ int report_print(const struct report *r, FILE *out);
 /* The summary as one object (caller frees).  NULL on ENOMEM. */
 cJSON *report_json(const struct report *r);
 
+/*
+ * The chain's time (report_cost.h) as a Prometheus text file: gauges
+ * vigil_chain_info{key}, vigil_chain_attempts, vigil_chain_elapsed_seconds,
+ * vigil_chain_ettr_ratio, vigil_chain_time_seconds{cause},
+ * vigil_attempt_time_seconds{attempt,cause}, counters
+ * vigil_chain_requeues_total and vigil_chain_iterations_total; nothing
+ * without an attempt.  Returns 0 or -EIO when writing failed.
+ */
+int report_metrics(const struct report *r, FILE *out);
+
 /* The SVG plot.  Returns 0 or -EIO when writing failed. */
 int report_plot(const struct report *r, FILE *out);
 

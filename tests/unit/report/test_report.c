@@ -833,6 +833,19 @@ test_chain(void **state)
 	assert_line(text, "time:          2 attempts over 72.000 s: ETTR 44.4 % (productive 32.000 s)");
 	assert_line(text, "  gap:         20.000 s");
 	free(text);
+	{
+		size_t len = 0;
+		FILE *m = open_memstream(&text, &len);
+
+		assert_non_null(m);
+		assert_int_equal(report_metrics(r, m), 0);
+		fclose(m);
+		assert_line(text, "vigil_chain_ettr_ratio 0.444444");
+		assert_line(text, "vigil_chain_requeues_total 1");
+		assert_line(text, "vigil_chain_time_seconds{cause=\"between_attempts\"} 20.000");
+		assert_line(text, "vigil_attempt_time_seconds{attempt=\"1\",cause=\"detection\"} 2.000");
+		free(text);
+	}
 	cJSON_Delete(o);
 	report_free(r);
 }
