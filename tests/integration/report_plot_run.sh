@@ -64,7 +64,7 @@ print(" ".join(out), "|", keys, "|", med[0][len("median, all: "):] if med else N
 PY
 )
 expect_eq "svg: 60 points and markers per node, legend, median" \
-	"n0:60/60 n1:60/60 | ['n0 (151.750 ms)', 'n1 (152.750 ms)'] | $median | 960 540" "$got"
+	"n0:60/60 n1:60/60 | ['n0 (151.750 ms)', 'n1 (152.750 ms)'] | $median | 960 740" "$got"
 
 # rendered as an image: a PNG of the SVG's size, not blank
 rsvg-convert -o "$SCRATCH/x.png" "$SCRATCH/x.svg"; rc=$?
@@ -85,7 +85,7 @@ raw = zlib.decompress(idat)
 print(w, h, len(set(raw)) > 16)
 PY
 )
-expect_eq "png: 960x540, drawn on" "960 540 True" "$got"
+expect_eq "png: 960x740 (the plot, the timeline below), drawn on" "960 740 True" "$got"
 
 # a plot named .png: refused, usage status, nothing written
 out=$("$VIGIL" report "$EV" --plot "$SCRATCH/job.png" 2>&1); rc=$?

@@ -846,6 +846,16 @@ test_chain(void **state)
 		assert_line(text, "vigil_attempt_time_seconds{attempt=\"1\",cause=\"detection\"} 2.000");
 		free(text);
 	}
+	/* the timeline: a bar per attempt, the gap, the fault, the requeue */
+	text = capture_svg(r);
+	assert_non_null(strstr(text, "height=\"740\""));
+	assert_int_equal(count(text, "class=\"tl-label\""), 2);
+	assert_int_equal(count(text, "class=\"seg productive\""), 2);
+	assert_int_equal(count(text, "class=\"seg between_attempts\""), 1);
+	assert_int_equal(count(text, "class=\"fault\""), 1);
+	assert_int_equal(count(text, "class=\"requeue\""), 1);
+	assert_non_null(strstr(text, "ETTR 44.4 %"));
+	free(text);
 	cJSON_Delete(o);
 	report_free(r);
 }
