@@ -69,20 +69,12 @@ expect_eq "svg: 60 points and markers per node, legend, median" \
 # rendered as an image: a PNG of the SVG's size, not blank
 rsvg-convert -o "$SCRATCH/x.png" "$SCRATCH/x.svg"; rc=$?
 expect_eq "renders" 0 "$rc"
-got=$(python3 - "$SCRATCH/x.png" <<'PY'
-import struct, sys, zlib
-data = open(sys.argv[1], "rb").read()
-assert data[:8] == b"\x89PNG\r\n\x1a\n"
-w, h, depth, ctype = struct.unpack(">IIBB", data[16:26])
-idat, p = b"", 8
-while p < len(data):
-    n, = struct.unpack(">I", data[p:p + 4])
-    if data[p + 4:p + 8] == b"IDAT":
-        idat += data[p + 8:p + 8 + n]
-    p += 12 + n
-raw = zlib.decompress(idat)
-# rows of filtered bytes: a plot on white has many distinct byte values
-print(w, h, len(set(raw)) > 16)
+got=$(PYTHONPATH="$(cd "$(dirname "$0")" && pwd)" python3 - "$SCRATCH/x.png" <<'PY'
+import sys
+from png_rows import read
+w, h, bpp, rows = read(sys.argv[1])
+# a plot on white has many distinct byte values
+print(w, h, len(set(b"".join(rows))) > 16)
 PY
 )
 expect_eq "png: 960x740 (the plot, the timeline below), drawn on" "960 740 True" "$got"
