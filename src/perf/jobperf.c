@@ -801,16 +801,16 @@ void
 jobperf_line(struct jobperf *jp, const char *line, size_t len)
 {
 	struct progress_line pl;
+	struct perf_node *store;
 
 	if (!progress_parse(line, len, &pl))
 		return;
-	if (jp->nprocs > 0 && pl.key[0]) {
-		perf_node_add(virtual_store(jp, tagged_rank(jp, pl.key)), &pl);
-		return;
-	}
-	perf_node_add(jp->node, &pl);
-	if (jp->rank == 0)
-		perf_account_line(&jp->account, util_wall_s(), pl.e2e_ms);  /* dates the iterations */
+	store = jp->nprocs > 0 && pl.key[0] ? virtual_store(jp, tagged_rank(jp, pl.key)) : jp->node;
+
+	perf_node_add(store, &pl);
+	/* the coordinator's own training dates the iterations (account.h) */
+	if (jp->rank == 0 && store == jp->node)
+		perf_account_line(&jp->account, util_wall_s(), pl.e2e_ms);
 }
 
 /* ---- the report ------------------------------------------------------------------- */
