@@ -317,6 +317,8 @@ jobperf_metrics(struct jobperf *jp, const char *state, unsigned up, unsigned los
 	t0 = util_now_s();
 	metrics_set_state(jp->metrics, state);
 	metrics_set_iterations(jp->metrics, jp->base);
+	metrics_set_account(jp->metrics, jp->account.median_ms / 1000,
+	                    (jp->account.max_ms - jp->account.median_ms) / 1000);
 	if (jp->have_iter) {
 		struct metrics_stats hw = { it->hw_min, it->hw_mean, it->hw_max };
 		struct metrics_stats e2e = { it->e2e_min, it->e2e_mean, it->e2e_max };

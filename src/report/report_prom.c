@@ -13,12 +13,6 @@
 #include "report/report.h"
 #include "report/report_int.h"
 
-static void
-family(FILE *out, const char *name, const char *type, const char *help)
-{
-	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
 int
 report_metrics(const struct report *r, FILE *out)
 {
@@ -27,31 +21,31 @@ report_metrics(const struct report *r, FILE *out)
 
 	if (r->natts == 0)
 		return fflush(out) == 0 && !ferror(out) ? 0 : -EIO;
-	family(out, "vigil_chain_info", "gauge", "The job whose attempts are joined (its chain key).");
+	metrics_put_family(out, "vigil_chain_info", "gauge", "The job whose attempts are joined (its chain key).");
 	fputs("vigil_chain_info{key=\"", out);
 	metrics_put_label(out, r->chain ? r->chain : "");
 	fputs("\"} 1\n", out);
-	family(out, "vigil_chain_attempts", "gauge", "Attempts of the job (requeues and the first).");
+	metrics_put_family(out, "vigil_chain_attempts", "gauge", "Attempts of the job (requeues and the first).");
 	fprintf(out, "vigil_chain_attempts %zu\n", r->natts);
-	family(out, "vigil_chain_requeues_total", "counter", "Attempts after the first.");
+	metrics_put_family(out, "vigil_chain_requeues_total", "counter", "Attempts after the first.");
 	fprintf(out, "vigil_chain_requeues_total %zu\n", r->natts - 1);
 	for (size_t i = 0; i < r->natts; i++)
 		if (r->atts[i].m.iterations > 0)
 			iters += r->atts[i].m.iterations;
-	family(out, "vigil_chain_iterations_total", "counter", "Iterations of every attempt.");
+	metrics_put_family(out, "vigil_chain_iterations_total", "counter", "Iterations of every attempt.");
 	fprintf(out, "vigil_chain_iterations_total %.0f\n", iters);
-	family(out, "vigil_chain_elapsed_seconds", "gauge",
+	metrics_put_family(out, "vigil_chain_elapsed_seconds", "gauge",
 	       "From the first attempt's start to the last one's end.");
 	fprintf(out, "vigil_chain_elapsed_seconds %.3f\n", c->elapsed);
 	if (!isnan(c->ettr)) {
-		family(out, "vigil_chain_ettr_ratio", "gauge",
+		metrics_put_family(out, "vigil_chain_ettr_ratio", "gauge",
 		       "Effective training time ratio: productive time / elapsed time.");
 		fprintf(out, "vigil_chain_ettr_ratio %.6f\n", c->ettr);
 	}
-	family(out, "vigil_chain_time_seconds", "gauge", "The chain's time by what it was spent on.");
+	metrics_put_family(out, "vigil_chain_time_seconds", "gauge", "The chain's time by what it was spent on.");
 	for (int k = 0; k < COST_N; k++)
 		fprintf(out, "vigil_chain_time_seconds{cause=\"%s\"} %.3f\n", cost_names[k], c->secs[k]);
-	family(out, "vigil_attempt_time_seconds", "gauge",
+	metrics_put_family(out, "vigil_attempt_time_seconds", "gauge",
 	       "Each attempt's time by what it was spent on (attempt 1 is the first).");
 	for (size_t i = 0; i < r->natts; i++)
 		for (int k = 0; k < COST_N; k++)
