@@ -277,7 +277,7 @@ jobperf_series(struct jobperf *jp)
 }
 
 void
-jobperf_account(struct jobperf *jp, const char *chain, double started)
+jobperf_account(struct jobperf *jp, const char *chain, double started, double alloc_start)
 {
 	cJSON *d;
 	char msg[160];
@@ -285,7 +285,8 @@ jobperf_account(struct jobperf *jp, const char *chain, double started)
 	if (jp->rank != 0 || !(d = perf_account_json(&jp->account)))
 		return;
 	if ((chain && !cJSON_AddStringToObject(d, "chain", chain)) ||
-	    !cJSON_AddNumberToObject(d, "started", started)) {
+	    !cJSON_AddNumberToObject(d, "started", started) ||
+	    (alloc_start > 0 && !cJSON_AddNumberToObject(d, "allocation_started", alloc_start))) {
 		cJSON_Delete(d);
 		return;
 	}

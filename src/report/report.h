@@ -47,9 +47,11 @@
  *   usage: the last "usage" event's details (usage.h: the ranges of the
  *     training's CPU and memory and of the boards' use) or null,
  *   chain: where the time went (report_cost.h), or null: key, attempts
- *     [{state, started, ended (seconds since the epoch), seconds,
+ *     [{state, started (the allocation's start when known, else
+ *     agent_started), agent_started, allocation_started, ended (seconds
+ *     since the epoch), seconds,
  *     gap_before_s, iterations, redone_iterations, checkpoint_confirmed,
- *     split_s {precheck, staging, start, productive, straggler, detection,
+ *     split_s {launch, precheck, staging, start, productive, straggler, detection,
  *     checkpoint, stop, redone, other}}], elapsed_s, productive_s, ettr,
  *     seconds {the causes and between_attempts}, shares {the same / elapsed}.
  *     The chain is the runs of the log with the last run's key (the

@@ -11,7 +11,7 @@
 #include "report/report_cost.h"
 
 const char *const cost_names[COST_N] = {
-	[COST_PRECHECK] = "precheck", [COST_STAGING] = "staging", [COST_START] = "start",
+	[COST_LAUNCH] = "launch", [COST_PRECHECK] = "precheck", [COST_STAGING] = "staging", [COST_START] = "start",
 	[COST_PRODUCTIVE] = "productive", [COST_STRAGGLER] = "straggler",
 	[COST_DETECTION] = "detection", [COST_CHECKPOINT] = "checkpoint", [COST_STOP] = "stop",
 	[COST_REDONE] = "redone", [COST_OTHER] = "other", [COST_GAP] = "between_attempts",
@@ -52,6 +52,8 @@ marks(const struct cost_marks *m, struct mark *out)
 	bool detected = !isnan(m->fault) && (!iters || m->fault >= m->it_last_end);
 	size_t n = 0;
 
+	if (m->alloc < m->start)
+		add(out, &n, m->alloc, COST_LAUNCH);
 	add(out, &n, m->start, !isnan(m->verdict) ? COST_PRECHECK : COST_START);
 	add(out, &n, m->verdict, !isnan(m->staged) ? COST_STAGING : COST_START);
 	add(out, &n, m->staged, COST_START);
@@ -71,6 +73,13 @@ marks(const struct cost_marks *m, struct mark *out)
 		add(out, &n, m->stop, COST_STOP);
 	}
 	return n;
+}
+
+/* Where attempt M started: its allocation, when known and before the agent. */
+static double
+attempt_start(const struct cost_marks *m)
+{
+	return m->alloc < m->start ? m->alloc : m->start;
 }
 
 /* The stretch of iterations, LEN seconds, split by the account. */
@@ -96,7 +105,7 @@ void
 cost_split(struct cost_attempt *a)
 {
 	struct mark m[COST_SEGS];
-	double start = a->m.start, end = a->m.end;
+	double start = attempt_start(&a->m), end = a->m.end;
 	size_t n;
 
 	memset(a->secs, 0, sizeof(a->secs));
@@ -137,7 +146,7 @@ cost_chain(struct cost_attempt *a, size_t n, struct cost_chain *out)
 		a[k].redone_iters = 0;
 		if (k > 0) {
 			const struct cost_attempt *p = &a[k - 1];
-			double gap = a[k].m.start - p->m.end;
+			double gap = attempt_start(&a[k].m) - p->m.end;
 
 			a[k].secs[COST_GAP] = gap > 0 ? gap : 0;
 			/* what the attempt before did after its last confirmed
@@ -156,8 +165,9 @@ cost_chain(struct cost_attempt *a, size_t n, struct cost_chain *out)
 		for (int c = 0; c < COST_N; c++)
 			out->secs[c] += a[k].secs[c];
 	}
-	if (n > 0 && a[n - 1].m.end > a[0].m.start)
-		out->elapsed = a[n - 1].m.end - a[0].m.start;
+	out->t0 = n > 0 ? attempt_start(&a[0].m) : NAN;
+	if (n > 0 && a[n - 1].m.end > attempt_start(&a[0].m))
+		out->elapsed = a[n - 1].m.end - attempt_start(&a[0].m);
 	if (out->elapsed > 0)
 		out->ettr = out->secs[COST_PRODUCTIVE] / out->elapsed;
 }

@@ -6,8 +6,11 @@
  * (report.c), nothing is read here.
  *
  * An attempt is one run of vigil (the events up to a "job" event).  Its
- * wall time, from the agent's start to its "job" event, is cut at the
- * dates the log gives, taken in time order:
+ * wall time, from the agent's start (Slurm's start of the allocation when
+ * the account has it) to its "job" event, is cut at the dates the log
+ * gives, taken in time order:
+ *   launch       the allocation's start to the agent's (the batch script,
+ *                mpirun starting the agents)
  *   pre-check    start to the go/no-go ("verdict")
  *   staging      the verdict to the last node's "stage" event
  *   start        then to the start of the first iteration (the launch,
@@ -26,9 +29,10 @@
  * and redone: the iterations of the attempt before that a resume did
  * again (all of them when it ended without a confirmed checkpoint), at
  * that attempt's median pace, taken from this attempt's productive time.
- * The chain adds the gaps between attempts (requeue delay, queue wait,
- * the batch script) and its ETTR = productive time / elapsed time, from
- * the first attempt's start to the last one's end.
+ * The chain adds the gaps between attempts (requeue delay, queue wait;
+ * the batch script too when Slurm's start is unknown) and its ETTR = productive time / elapsed time, from
+ * the first attempt's start to the last one's end.  An attempt's start
+ * below is its allocation's when known.
  */
 #ifndef VIGIL_REPORT_COST_H
 #define VIGIL_REPORT_COST_H
@@ -37,20 +41,21 @@
 #include <stddef.h>
 
 enum cost_cause {
-	COST_PRECHECK, COST_STAGING, COST_START, COST_PRODUCTIVE, COST_STRAGGLER,
+	COST_LAUNCH, COST_PRECHECK, COST_STAGING, COST_START, COST_PRODUCTIVE, COST_STRAGGLER,
 	COST_DETECTION, COST_CHECKPOINT, COST_STOP, COST_REDONE, COST_OTHER,
 	COST_GAP,     /* between attempts: in the chain only */
 	COST_N,
 	COST_ITER = COST_N  /* a stretch of iterations, before it is split */
 };
 
-/* "precheck", "staging", "start", "productive", "straggler", "detection",
+/* "launch", "precheck", "staging", "start", "productive", "straggler", "detection",
  * "checkpoint", "stop", "redone", "other", "between_attempts". */
 extern const char *const cost_names[COST_N];
 
-/* An attempt's dates (seconds since the epoch; NAN: the log has none). */
+/* An attempt's dates (seconds since the epoch; NAN: the log has none);
+ * ALLOC is Slurm's start of the allocation, when the account has it. */
 struct cost_marks {
-	double start, verdict, staged, it_first_end, it_first_ms, it_last_end;
+	double alloc, start, verdict, staged, it_first_end, it_first_ms, it_last_end;
 	double fault, ckpt, exit_last, stop, end;
 	double iterations, median_ms, max_ms;   /* the "account"; NAN without one */
 	bool saved;             /* a checkpoint was confirmed on every node told to save */
@@ -79,6 +84,7 @@ void cost_split(struct cost_attempt *a);
 
 /* The chain's totals, from attempts already split. */
 struct cost_chain {
+	double t0;                              /* the first attempt's start */
 	double elapsed, secs[COST_N], ettr;     /* ettr NAN when nothing elapsed */
 };
 

@@ -131,7 +131,10 @@ attempt_json(const struct cost_attempt *a)
 		cJSON_Delete(split);
 		goto fail;
 	}
-	if (!add_str(o, "state", a->state) || !add_num(o, "started", a->m.start) ||
+	if (!add_str(o, "state", a->state) ||
+	    !add_num(o, "started", a->nsegs ? a->segs[0].from : a->m.start) ||
+	    !add_num(o, "agent_started", a->m.start) ||
+	    !add_num(o, "allocation_started", a->m.alloc) ||
 	    !add_num(o, "ended", a->m.end) || !add_num(o, "seconds", a->wall) ||
 	    !add_num(o, "gap_before_s", a->secs[COST_GAP]) ||
 	    !add_num(o, "iterations", a->m.iterations) ||

@@ -740,7 +740,7 @@ put_legend(FILE *out, const struct report *r, const struct series *s, size_t ns)
 
 /* A colour per cause (report_cost.h), readable side by side. */
 static const char *const cause_colour[COST_N] = {
-	[COST_PRECHECK] = "#9c755f", [COST_STAGING] = "#b07aa1", [COST_START] = "#edc948",
+	[COST_LAUNCH] = "#8c8c8c", [COST_PRECHECK] = "#9c755f", [COST_STAGING] = "#b07aa1", [COST_START] = "#edc948",
 	[COST_PRODUCTIVE] = "#59a14f", [COST_STRAGGLER] = "#f28e2b",
 	[COST_DETECTION] = "#e15759", [COST_CHECKPOINT] = "#4e79a7", [COST_STOP] = "#76b7b2",
 	[COST_REDONE] = "#ff9da7", [COST_OTHER] = "#bab0ac", [COST_GAP] = "#e6e6e6",
@@ -778,11 +778,12 @@ tl_bar(FILE *out, const struct report *r, const struct axis *ax, double unit, si
        double y, double h)
 {
 	const struct cost_attempt *a = &r->atts[k];
-	double t0 = r->atts[0].m.start;
+	double t0 = r->chain_sum.t0;
 	static const int iter_parts[] = { COST_REDONE, COST_PRODUCTIVE, COST_STRAGGLER, COST_OTHER };
 
 	if (k > 0)  /* the requeue: the gap before the attempt, on its row */
-		tl_rect(out, ax, unit, t0, r->atts[k - 1].m.end, a->m.start, y, h, COST_GAP, k + 1);
+		tl_rect(out, ax, unit, t0, r->atts[k - 1].m.end, a->nsegs ? a->segs[0].from : a->m.start,
+		        y, h, COST_GAP, k + 1);
 	for (size_t i = 0; i < a->nsegs; i++) {
 		const struct cost_seg *s = &a->segs[i];
 		double iter_s = 0, at = s->from;
@@ -808,7 +809,7 @@ tl_marks(FILE *out, const struct report *r, const struct axis *ax, double unit, 
          double y)
 {
 	const struct cost_attempt *a = &r->atts[k];
-	double t0 = r->atts[0].m.start;
+	double t0 = r->chain_sum.t0;
 
 	if (!isnan(a->m.fault) && a->m.fault >= a->m.start && a->m.fault <= a->m.end) {
 		double x = map_x(ax, (a->m.fault - t0) / unit);
@@ -817,7 +818,7 @@ tl_marks(FILE *out, const struct report *r, const struct axis *ax, double unit, 
 		        "<title>attempt %zu: fault</title></path>\n", x, y - 1, ALERT_COLOUR, k + 1);
 	}
 	if (k > 0) {
-		double x = map_x(ax, (a->m.start - t0) / unit);
+		double x = map_x(ax, ((a->nsegs ? a->segs[0].from : a->m.start) - t0) / unit);
 
 		fprintf(out, "<line class=\"requeue\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
 		        "y2=\"%.1f\" stroke=\"#222222\" stroke-width=\"1.2\" "

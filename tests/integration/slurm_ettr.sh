@@ -15,8 +15,9 @@
 # 0.5 s, productive and straggler time within 3 % + 0.3 s of the probe's
 # own e2e times (median across ranks per iteration; the slowest's excess),
 # the detection from the last iteration to the crash's event within 0.3 s,
-# the checkpoint from the signal to the last exit within 1 s; the gaps at
-# least Slurm's requeue delay; the chain's ETTR within 0.02 of the probe's
+# the checkpoint from the signal to the last exit within 1 s; each
+# attempt's start Slurm's start of its allocation (the last one's as
+# scontrol says, within 1 s), the gaps at least Slurm's requeue delay; the chain's ETTR within 0.02 of the probe's
 # productive time over the chain's elapsed time.  The plot's timeline is
 # rendered with rsvg-convert and its bars, marks and colours checked in
 # the image; --metrics passes promtool.
@@ -57,10 +58,11 @@ EV=$W/run/events.jsonl
 expect_eq "vigil report" 0 "$?"
 "$VIGIL" report "$EV" | sed -n '/^time:/,/^  shares:/p'
 
-# the split against the probe's clock
-got=$(python3 - "$W/report.json" "$P" "$EV" "$id" <<'PY'
+# the split against the probe's clock; the last run's start against Slurm's
+slurm_start=$(date -d "$(sl_job_field "$id" StartTime)" +%s)
+got=$(python3 - "$W/report.json" "$P" "$EV" "$id" "$slurm_start" <<'PY'
 import json, statistics, sys
-rep, pdir, ev, jid = sys.argv[1:]
+rep, pdir, ev, jid, slurm_start = sys.argv[1:]
 chain = json.load(open(rep))["chain"]
 events = [json.loads(l) for l in open(ev) if l.strip()]
 def t(e):
@@ -75,7 +77,7 @@ def truth(a, r):
             "exit": [float(l[1]) for l in lines if l[0] == "exit"]}
 bad = []
 def near(what, got, want, tol):
-    print("%-34s vigil %8.3f  probe %8.3f  (within %.3f)" % (what, got, want, tol), file=sys.stderr)
+    print("%-34s vigil %8.3f  truth %8.3f  (within %.3f)" % (what, got, want, tol), file=sys.stderr)
     if abs(got - want) > tol:
         bad.append("%s: %.3f, the probe says %.3f" % (what, got, want))
 atts = chain["attempts"]
@@ -106,8 +108,11 @@ for a in range(3):
         sig = min(x["signal"][0] for x in tr)
         end = max(x["exit"][-1] for x in tr)
         near("attempt 1: checkpoint", s["checkpoint"], end - sig, 1.0)
-    if a > 0 and atts[a]["gap_before_s"] < 11:
+    if a > 0 and atts[a]["gap_before_s"] < 10:
         bad.append("attempt %d: a gap of %.3f s, under Slurm's requeue delay" % (a, atts[a]["gap_before_s"]))
+    if not (atts[a]["allocation_started"] or 0) <= atts[a]["agent_started"] or s["launch"] <= 0:
+        bad.append("attempt %d: no launch from the allocation's start" % a)
+near("attempt 2: the allocation's start", atts[2]["allocation_started"], int(slurm_start), 1.0)
 near("chain: ETTR", chain["ettr"], prod_truth / chain["elapsed_s"], 0.02)
 states = " ".join(x["state"] for x in atts)
 print("; ".join(bad) if bad else "ok " + states)

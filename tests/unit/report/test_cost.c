@@ -17,7 +17,7 @@ static struct cost_marks
 none(void)
 {
 	return (struct cost_marks){
-		.start = NAN, .verdict = NAN, .staged = NAN, .it_first_end = NAN,
+		.alloc = NAN, .start = NAN, .verdict = NAN, .staged = NAN, .it_first_end = NAN,
 		.it_first_ms = NAN, .it_last_end = NAN, .fault = NAN, .ckpt = NAN,
 		.exit_last = NAN, .stop = NAN, .end = NAN, .iterations = NAN,
 		.median_ms = NAN, .max_ms = NAN,
@@ -153,6 +153,36 @@ test_chain(void **state)
 	assert_true(isnan(c.ettr));
 }
 
+/* Slurm's start of an allocation: the stretch to the agent's start is the
+ * attempt's launch, the gap before it is Slurm's alone. */
+static void
+test_alloc(void **state)
+{
+	struct cost_attempt a[2];
+	struct cost_chain c;
+
+	(void)state;
+	a[0] = faulted(1000);
+	a[0].m.alloc = 996;
+	a[1] = faulted(1060);
+	a[1].m.alloc = 1057;
+	for (int i = 0; i < 2; i++)
+		cost_split(&a[i]);
+	assert_float_equal(a[0].secs[COST_LAUNCH], 4, 1e-9);
+	assert_float_equal(a[0].wall, 47, 1e-9);
+	assert_float_equal(sum(&a[0]), 47, 1e-9);
+	cost_chain(a, 2, &c);
+	assert_float_equal(a[1].secs[COST_GAP], 1057 - 1043, 1e-9);
+	assert_float_equal(c.t0, 996, 1e-9);
+	assert_float_equal(c.elapsed, 1103 - 996, 1e-9);
+	assert_float_equal(c.secs[COST_LAUNCH], 7, 1e-9);
+	/* an allocation "after" the agent's start is no allocation */
+	a[0].m.alloc = 1001;
+	cost_split(&a[0]);
+	assert_float_equal(a[0].secs[COST_LAUNCH], 0, 0);
+	assert_float_equal(a[0].wall, 43, 1e-9);
+}
+
 int
 main(void)
 {
@@ -160,6 +190,7 @@ main(void)
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_odd_dates),
 		cmocka_unit_test(test_chain),
+		cmocka_unit_test(test_alloc),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
