@@ -440,7 +440,9 @@ end_attempt(struct report *r, const char *state)
 			m->fault = r->faults_at[i];
 			break;
 		}
-	m->saved = !isnan(m->ckpt) && !r->unconfirmed;
+	/* a training that ran to its end leaves nothing to redo either */
+	m->saved = (!isnan(m->ckpt) && !r->unconfirmed) ||
+	           (state && strcmp(state, VIGIL_STATE_SUCCEEDED) == 0);
 	if (!r->chain_key || !r->chain || strcmp(r->chain_key, r->chain) != 0) {
 		r->natts = 0;
 		if (!set_str(&r->chain, r->chain_key))

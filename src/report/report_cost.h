@@ -27,7 +27,8 @@
  *   stop         the rest, to the "job" event: the grace, the stop, the
  *                report
  * and redone: the iterations of the attempt before that a resume did
- * again (all of them when it ended without a confirmed checkpoint), at
+ * again (all of them when it ended without a confirmed checkpoint and
+ * did not succeed), at
  * that attempt's median pace, taken from this attempt's productive time.
  * The chain adds the gaps between attempts (requeue delay, queue wait;
  * the batch script too when Slurm's start is unknown) and its ETTR = productive time / elapsed time, from
@@ -58,7 +59,8 @@ struct cost_marks {
 	double alloc, start, verdict, staged, it_first_end, it_first_ms, it_last_end;
 	double fault, ckpt, exit_last, stop, end;
 	double iterations, median_ms, max_ms;   /* the "account"; NAN without one */
-	bool saved;             /* a checkpoint was confirmed on every node told to save */
+	bool saved;             /* a checkpoint was confirmed on every node told to save,
+	                         * or the training ran to its end */
 };
 
 /* A stretch of an attempt, for the timeline. */

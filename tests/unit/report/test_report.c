@@ -777,6 +777,37 @@ account(FILE *fp, int sec, const char *chain, int started, int first, int last, 
 	event(fp, sec, "n1", 0, "account", "info", "account", d);
 }
 
+/* A run that ended without a save is redone by the next; one that
+ * succeeded is not. */
+static void
+test_chain_redone(void **state)
+{
+	struct fixture *f = *state;
+	FILE *fp;
+	struct report *r;
+	char *text;
+
+	for (int saved = 0; saved < 2; saved++) {
+		fp = fopen(f->log, "w");
+		assert_non_null(fp);
+		account(fp, 10, "state:/s", 0, 2, 10, 10, 8000, 8000);
+		event(fp, 10, "n1", 0, "job", "info", "x", saved ?
+		      "{\"state\":\"succeeded\",\"exit_code\":0}" :
+		      "{\"state\":\"error\",\"exit_code\":1}");
+		account(fp, 30, "state:/s", 20, 22, 30, 10, 8000, 8000);
+		event(fp, 30, "n1", 0, "job", "info", "x", "{\"state\":\"succeeded\",\"exit_code\":0}");
+		fclose(fp);
+		r = load(f->log);
+		text = capture_text(r);
+		if (saved)
+			assert_null(strstr(text, "redone"));
+		else
+			assert_line(text, "               10 iterations redone");
+		free(text);
+		report_free(r);
+	}
+}
+
 /* The runs of one job (its chain key) are joined; another job's are not. */
 static void
 test_chain(void **state)
@@ -832,6 +863,7 @@ test_chain(void **state)
 	text = capture_text(r);
 	assert_line(text, "time:          2 attempts over 72.000 s: ETTR 44.4 % (productive 32.000 s)");
 	assert_line(text, "  gap:         20.000 s");
+	assert_null(strstr(text, "redone"));  /* the first saved */
 	free(text);
 	{
 		size_t len = 0;
@@ -876,6 +908,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_series_plot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_series_weights, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_chain_redone, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
