@@ -65,6 +65,7 @@ enum vigil_exit {
 #define VIGIL_EVENT_STALL       "stall"       /* an agent was late (stopped, starved): nobody blamed */
 #define VIGIL_EVENT_USAGE       "usage"       /* what the trainings and boards used so far: ranges */
 #define VIGIL_EVENT_STAGE       "stage"       /* a node's data staging ended (or its preparation failed) */
+#define VIGIL_EVENT_ACCOUNT     "account"     /* at the end: where the iteration time went */
 
 /*
  * Job states, as training platforms name them; the final report and the

@@ -7,6 +7,8 @@
 #include "autoconf.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <cJSON.h>
@@ -20,6 +22,7 @@
 #include "launch/modes.h"
 #include "lib/log.h"
 #include "lib/loop.h"
+#include "lib/util.h"
 #include "perf/jobperf.h"
 #include "perf/usage.h"
 #include "prep/prep.h"
@@ -90,17 +93,39 @@ finish_end_hooks(struct job *j, const char *state)
 	job_step(j, PE_HOOKS, (long)((prep_time_left(j->prep) + 5) * 1000), on_hooks_late);
 }
 
+/*
+ * What joins this attempt to the others of the same job in the event log
+ * (`vigil report`'s chain): Slurm's job id, which a requeue keeps, else
+ * the --state file, which counts the resumes of a chain elsewhere; NULL:
+ * this attempt stands alone.  In BUF.
+ */
+static const char *
+chain_key(const struct job *j, char *buf, size_t len)
+{
+	if (getenv("SLURM_JOB_ID") && j->job_id[0])
+		snprintf(buf, len, "slurm:%s", j->job_id);
+	else if (j->o->state_file)
+		snprintf(buf, len, "state:%s", j->o->state_file);
+	else
+		return NULL;
+	return buf;
+}
+
 /* Every result is in and the last reduction done (or given up): the end. */
 void
 finish_conclude(struct job *j)
 {
 	double now = job_now(j);
+	char chain[PATH_MAX + 16];
 	int told;
 
 	if (j->perf && j->o->summary_s > 0)
 		jobperf_summary(j->perf);
-	if (j->perf)
+	if (j->perf) {
 		jobperf_series(j->perf);
+		jobperf_account(j->perf, chain_key(j, chain, sizeof(chain)),
+		                util_wall_s() - (now - j->t0), j->alloc_start);
+	}
 	finish_usage_event(j, now, true);
 	jobfiles_write(j, now);
 	jobfiles_unrecord(j);  /* the report speaks for this node too */

@@ -43,6 +43,8 @@ struct job {
 	bool said_events;
 	int events_lost;             /* events the log could not take (a full disk) */
 	double t0;                   /* the agent's start, on the loop's clock */
+	double alloc_start;          /* coordinator: Slurm's start of this allocation (s since
+	                              * the epoch), 0: unknown (job_ask_alloc_start()) */
 	enum phase phase;            /* changed by job_step() only */
 	struct loop_timer *phase_timer;  /* ends the current phase if peers are late */
 
@@ -136,6 +138,10 @@ void job_abort_at_end(struct job *j, int told);
 
 /* The coordinator: its time limit looked at again when it is due (and at NOW). */
 void job_recheck_end_time(struct job *j, double now);
+
+/* Coordinator of a Slurm job, at the launch: when Slurm started this
+ * allocation, for the account (blocks END_TIME_TIMEOUT_S at most). */
+void job_ask_alloc_start(struct job *j);
 
 /* This node's side, before the plan: it records signals from the start. */
 int job_new_node(struct job *j);

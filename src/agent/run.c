@@ -714,6 +714,23 @@ time_left(struct job *j, double *left)
 	return rc;
 }
 
+void
+job_ask_alloc_start(struct job *j)
+{
+	const char *id = getenv("SLURM_JOB_ID");
+	char why[512] = "";
+	time_t start;
+
+	if (j->rank != 0 || !id || !*id)
+		return;
+	if (slurm_job_start_time(id, END_TIME_TIMEOUT_S, &start, why, sizeof(why)) < 0) {
+		LOG_WARN("no allocation start from Slurm (the gap before this attempt counts "
+		         "the batch script's start too): %s", why);
+		return;
+	}
+	j->alloc_start = (double)start;
+}
+
 /* The coordinator, every END_TIME_EVERY_S: the end time again, in case it
  * moved, or went (TimeLimit=UNLIMITED); when Slurm does not answer, the
  * deadline it gave last stands. */

@@ -384,6 +384,7 @@ plan(struct job *j, bool complete)
 	}
 	j->next_end_time = now;  /* the time limit now, then as it moves */
 	job_recheck_end_time(j, now);
+	job_ask_alloc_start(j);
 	if (node_take_plan(j->node, &m.u.plan) < 0) {
 		LOG_ERR("out of memory");
 		job_leave(j, VIGIL_EXIT_INTERNAL, false);

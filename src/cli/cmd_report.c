@@ -19,7 +19,7 @@
 #include "report/report.h"
 
 static const char report_usage[] =
-"usage: vigil report EVENTS [--json] [--plot FILE.svg]\n"
+"usage: vigil report EVENTS [--json] [--plot FILE.svg] [--metrics FILE.prom]\n"
 "\n"
 "Summarise the event log of a job (vigil run --events EVENTS; - reads\n"
 "standard input): its state, nodes, faults, checkpoints, performance and\n"
@@ -28,7 +28,10 @@ static const char report_usage[] =
 "  --json            print one JSON object instead of the summary\n"
 "  --plot FILE.svg   also draw e2e time per node over iterations, with the\n"
 "                    median and the alerts, as SVG (a FILE named .png, .pdf\n"
-"                    or another image format is refused: convert the SVG)\n";
+"                    or another image format is refused: convert the SVG),\n"
+"                    and the timeline of the job's attempts\n"
+"  --metrics FILE    also write where the time of the job's attempts went\n"
+"                    (ETTR) as a Prometheus text file\n";
 
 /* Image formats --plot does not write: a FILE named so is refused. */
 static const char *const not_svg[] = {
@@ -81,10 +84,12 @@ refuse_format(const char *path, const char *ext)
 	                       path, ext, stem, path, stem, path, stem, path);
 }
 
-/* The plot through the atomic writer: a link or file another user
- * planted at PATH is replaced, never followed or written into. */
+/* The plot or the metrics (WRITE) through the atomic writer: a link or
+ * file another user planted at PATH is replaced, never followed or
+ * written into. */
 static int
-write_plot(const struct report *r, const char *path)
+write_file(const struct report *r, const char *path,
+           int (*write)(const struct report *, FILE *))
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -95,7 +100,7 @@ write_plot(const struct report *r, const char *path)
 		fprintf(stderr, "vigil report: cannot write %s: %s\n", path, strerror(errno));
 		return VIGIL_EXIT_INTERNAL;
 	}
-	rc = report_plot(r, fp);
+	rc = write(r, fp);
 	if (fclose(fp) != 0 && rc == 0)
 		rc = -ENOMEM;
 	if (rc == 0)
@@ -130,10 +135,11 @@ cmd_report(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "plot", required_argument, NULL, 'p' },
+		{ "metrics", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *path, *plot = NULL;
+	const char *path, *plot = NULL, *metrics = NULL;
 	struct report *r = NULL;
 	bool json = false;
 	int c, rc;
@@ -145,6 +151,7 @@ cmd_report(int argc, char **argv)
 		switch (c) {
 		case 'j': json = true; break;
 		case 'p': plot = optarg; break;
+		case 'm': metrics = optarg; break;
 		case 'h': fputs(report_usage, stdout); return VIGIL_EXIT_OK;
 		case ':': return cmd_usage_error("report", "%s needs an argument", argv[optind - 1]);
 		default: return cmd_usage_error("report", "invalid option '%s'", argv[optind - 1]);
@@ -157,6 +164,8 @@ cmd_report(int argc, char **argv)
 	path = argv[optind];
 	if (plot && !*plot)
 		return cmd_usage_error("report", "--plot needs a file name");
+	if (metrics && !*metrics)
+		return cmd_usage_error("report", "--metrics needs a file name");
 	if (plot && refused_format(plot))
 		return refuse_format(plot, refused_format(plot));
 
@@ -189,7 +198,9 @@ cmd_report(int argc, char **argv)
 		report_free(r);
 		return VIGIL_EXIT_INTERNAL;
 	}
-	rc = plot ? write_plot(r, plot) : VIGIL_EXIT_OK;
+	rc = plot ? write_file(r, plot, report_plot) : VIGIL_EXIT_OK;
+	if (rc == VIGIL_EXIT_OK && metrics)
+		rc = write_file(r, metrics, report_metrics);
 	report_free(r);
 	return rc;
 }

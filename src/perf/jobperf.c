@@ -19,6 +19,7 @@
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/util.h"
+#include "perf/account.h"
 #include "perf/jobperf.h"
 #include "perf/metrics.h"
 #include "perf/perf.h"
@@ -95,6 +96,8 @@ struct jobperf {
 	double summary_last;
 	struct perf_sketch *sketch;  /* per rank: e2e times, for the report's medians */
 	struct perf_series *series;  /* per rank: e2e over the iterations, bounded (series.h) */
+	struct perf_account account; /* where the iteration time went (account.h) */
+	double *acc_scratch;       /* per rank: the account's selection */
 	double *last_e2e;          /* per rank, NaN until known */
 	double *samples;           /* per rank: iterations with a value */
 	size_t max_group;          /* the most iterations compared as one */
@@ -142,12 +145,14 @@ coordinator_init(struct jobperf *jp, double now)
 	jp->last_e2e = calloc(n, sizeof(*jp->last_e2e));
 	jp->samples = calloc(n, sizeof(*jp->samples));
 	jp->series = perf_series_new(jp->size, perf_series_cap(jp->size));
+	jp->acc_scratch = calloc(n, sizeof(*jp->acc_scratch));
+	perf_account_init(&jp->account);
 	jp->alerts = cJSON_CreateArray();
 	if (jp->o->metrics)
 		jp->metrics = metrics_new();
 	jp->metrics_gap = METRICS_INTERVAL_S;
 	if (!jp->policy || !jp->names || !jp->ne || !jp->sketch || !jp->last_e2e ||
-	    !jp->samples || !jp->series || !jp->alerts || (jp->o->metrics && !jp->metrics))
+	    !jp->samples || !jp->series || !jp->acc_scratch || !jp->alerts || (jp->o->metrics && !jp->metrics))
 		return -ENOMEM;
 	for (size_t r = 0; r < n; r++)
 		jp->last_e2e[r] = NAN;
@@ -271,6 +276,26 @@ jobperf_series(struct jobperf *jp)
 	}
 }
 
+void
+jobperf_account(struct jobperf *jp, const char *chain, double started, double alloc_start)
+{
+	cJSON *d;
+	char msg[160];
+
+	if (jp->rank != 0 || !(d = perf_account_json(&jp->account)))
+		return;
+	if ((chain && !cJSON_AddStringToObject(d, "chain", chain)) ||
+	    !cJSON_AddNumberToObject(d, "started", started) ||
+	    (alloc_start > 0 && !cJSON_AddNumberToObject(d, "allocation_started", alloc_start))) {
+		cJSON_Delete(d);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "iterations: %zu, %.3f s at the median pace, %.3f s waiting "
+	         "for the slowest node", jp->account.iterations, jp->account.median_ms / 1000,
+	         (jp->account.max_ms - jp->account.median_ms) / 1000);
+	event(jp, 0, VIGIL_EVENT_ACCOUNT, VIGIL_SEVERITY_INFO, msg, d);
+}
+
 double
 jobperf_metrics_gap(double took_s)
 {
@@ -299,6 +324,8 @@ jobperf_metrics(struct jobperf *jp, const char *state, unsigned up, unsigned los
 	t0 = util_now_s();
 	metrics_set_state(jp->metrics, state);
 	metrics_set_iterations(jp->metrics, jp->base);
+	metrics_set_account(jp->metrics, jp->account.median_ms / 1000,
+	                    (jp->account.max_ms - jp->account.median_ms) / 1000);
 	if (jp->have_iter) {
 		struct metrics_stats hw = { it->hw_min, it->hw_mean, it->hw_max };
 		struct metrics_stats e2e = { it->e2e_min, it->e2e_mean, it->e2e_max };
@@ -336,8 +363,10 @@ iteration(struct jobperf *jp, const struct perf_iter *it, const double *node_e2e
 		jp->samples[r] += (double)width;
 		jp->last_e2e[r] = node_e2e[r];
 	}
-	if (node_e2e)
+	if (node_e2e) {
 		perf_series_add(jp->series, it->first, it->iter, node_e2e);
+		perf_account_group(&jp->account, width, node_e2e, (size_t)jp->size, jp->acc_scratch);
+	}
 	if (width > jp->max_group)
 		jp->max_group = width;
 	jp->last = *it;
@@ -781,13 +810,16 @@ void
 jobperf_line(struct jobperf *jp, const char *line, size_t len)
 {
 	struct progress_line pl;
+	struct perf_node *store;
 
 	if (!progress_parse(line, len, &pl))
 		return;
-	if (jp->nprocs > 0 && pl.key[0])
-		perf_node_add(virtual_store(jp, tagged_rank(jp, pl.key)), &pl);
-	else
-		perf_node_add(jp->node, &pl);
+	store = jp->nprocs > 0 && pl.key[0] ? virtual_store(jp, tagged_rank(jp, pl.key)) : jp->node;
+
+	perf_node_add(store, &pl);
+	/* the coordinator's own training dates the iterations (account.h) */
+	if (jp->rank == 0 && store == jp->node)
+		perf_account_line(&jp->account, util_wall_s(), pl.e2e_ms);
 }
 
 /* ---- the report ------------------------------------------------------------------- */
@@ -908,6 +940,7 @@ jobperf_free(struct jobperf *jp)
 	free(jp->last_e2e);
 	free(jp->samples);
 	perf_series_free(jp->series);
+	free(jp->acc_scratch);
 	cJSON_Delete(jp->alerts);
 	metrics_free(jp->metrics);
 	free(jp);

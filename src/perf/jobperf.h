@@ -145,6 +145,16 @@ void jobperf_summary(struct jobperf *jp);
 void jobperf_series(struct jobperf *jp);
 
 /*
+ * Coordinator, at the end: the "account" event (account.h: iterations,
+ * time at the median pace and waiting for the slowest node, the dates of
+ * the first and last iterations), with CHAIN (NULL: none), the key that
+ * joins the attempts of one job across requeues, and STARTED, when the
+ * agent started (seconds since the epoch), and ALLOC_START, when Slurm
+ * started the allocation (0: unknown), for `vigil report`.
+ */
+void jobperf_account(struct jobperf *jp, const char *chain, double started, double alloc_start);
+
+/*
  * Coordinator: rewrite the --metrics file (unless FORCE, at most once a
  * second, and no sooner than jobperf_metrics_gap() of the last write's
  * duration) with the job's STATE and its nodes UP and LOST.

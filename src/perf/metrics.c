@@ -54,6 +54,7 @@ struct mnode {
 struct metrics {
 	int state;                  /* index into job_states; -1: none yet */
 	uint64_t iterations;
+	double productive_s, straggler_s;  /* the attempt's account (account.h) */
 	bool have_iteration;
 	struct metrics_stats hw, e2e, ratio;
 	struct mnode *nodes;        /* in the order first seen */
@@ -228,6 +229,13 @@ metrics_set_iterations(struct metrics *m, uint64_t done)
 }
 
 void
+metrics_set_account(struct metrics *m, double productive_s, double straggler_s)
+{
+	m->productive_s = productive_s;
+	m->straggler_s = straggler_s;
+}
+
+void
 metrics_set_iteration(struct metrics *m, const struct metrics_stats *hw,
                       const struct metrics_stats *e2e, const struct metrics_stats *ratio)
 {
@@ -352,9 +360,8 @@ metrics_set_training_usage(struct metrics *m, const char *node, double cpu_secon
 
 /* ---- the text format ------------------------------------------------- */
 
-/* A label value: backslash, double quote and newline escaped. */
-static void
-put_label(FILE *fp, const char *s)
+void
+metrics_put_label(FILE *fp, const char *s)
 {
 	for (; *s; s++) {
 		if (*s == '\\')
@@ -392,8 +399,8 @@ put_value(FILE *fp, double v)
 	fputs(buf, fp);
 }
 
-static void
-put_family(FILE *fp, const char *name, const char *type, const char *help)
+void
+metrics_put_family(FILE *fp, const char *name, const char *type, const char *help)
 {
 	fprintf(fp, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -405,7 +412,7 @@ put_labelled(FILE *fp, const char *name, const char *const *kv, size_t n, double
 	fputs(name, fp);
 	for (size_t i = 0; i < n; i++) {
 		fprintf(fp, "%c%s=\"", i ? ',' : '{', kv[2 * i]);
-		put_label(fp, kv[2 * i + 1]);
+		metrics_put_label(fp, kv[2 * i + 1]);
 		fputc('"', fp);
 	}
 	if (n)
@@ -468,7 +475,7 @@ put_boards(FILE *fp, const struct metrics *m)
 				if (isnan(v))
 					continue;
 				if (!any)
-					put_family(fp, board_families[f].name, "gauge",
+					metrics_put_family(fp, board_families[f].name, "gauge",
 					           board_families[f].help);
 				any = true;
 				snprintf(idx, sizeof(idx), "%d", e->boards[k].board);
@@ -493,7 +500,7 @@ put_per_node(FILE *fp, const struct metrics *m, const char *name, const char *ty
 		if (isnan(v))
 			continue;
 		if (!any)
-			put_family(fp, name, type, help);
+			metrics_put_family(fp, name, type, help);
 		any = true;
 		put_sample(fp, name, "node", m->nodes[i].name, v);
 	}
@@ -507,7 +514,7 @@ static void
 put_stats(FILE *fp, const char *name, const char *help, const struct metrics_stats *s,
           double div)
 {
-	put_family(fp, name, "gauge", help);
+	metrics_put_family(fp, name, "gauge", help);
 	put_sample(fp, name, "stat", "min", s->min / div);
 	put_sample(fp, name, "stat", "mean", s->mean / div);
 	put_sample(fp, name, "stat", "max", s->max / div);
@@ -522,13 +529,18 @@ format(const struct metrics *m, char **text, size_t *len)
 
 	if (!fp)
 		return -ENOMEM;
-	put_family(fp, "vigil_job_state", "gauge",
+	metrics_put_family(fp, "vigil_job_state", "gauge",
 	           "State of the job: 1 for the current state, 0 for the others.");
 	for (size_t i = 0; i < NSTATES; i++)
 		put_sample(fp, "vigil_job_state", "state", job_states[i], m->state == (int)i);
-	put_family(fp, "vigil_iterations_total", "counter",
+	metrics_put_family(fp, "vigil_iterations_total", "counter",
 	           "Training iterations complete on every node.");
 	fprintf(fp, "vigil_iterations_total %" PRIu64 "\n", m->iterations);
+	metrics_put_family(fp, "vigil_iteration_time_seconds_total", "counter",
+	                   "Iteration time of this attempt: at the nodes' median pace (productive), "
+	                   "and the slowest node's excess over it (straggler).");
+	put_sample(fp, "vigil_iteration_time_seconds_total", "part", "productive", m->productive_s);
+	put_sample(fp, "vigil_iteration_time_seconds_total", "part", "straggler", m->straggler_s);
 	if (m->have_iteration) {
 		/* Prometheus's base unit of time is the second; the training
 		 * prints milliseconds. */
@@ -546,26 +558,26 @@ format(const struct metrics *m, char **text, size_t *len)
 		if (!m->nodes[i].e2e_set)
 			continue;
 		if (!any++)
-			put_family(fp, "vigil_node_e2e_seconds", "gauge",
+			metrics_put_family(fp, "vigil_node_e2e_seconds", "gauge",
 			           "End-to-end time of the last iteration on each node, in seconds.");
 		put_sample(fp, "vigil_node_e2e_seconds", "node", m->nodes[i].name,
 		           m->nodes[i].e2e_ms / 1000);
 	}
-	put_family(fp, "vigil_alerts_total", "counter", "Performance alerts raised, by kind.");
+	metrics_put_family(fp, "vigil_alerts_total", "counter", "Performance alerts raised, by kind.");
 	for (size_t i = 0; i < m->nalerts; i++)
 		put_sample(fp, "vigil_alerts_total", "kind", m->alerts[i].name, m->alerts[i].value);
-	put_family(fp, "vigil_nodes", "gauge", "Nodes of the job still reporting (up) and lost.");
+	metrics_put_family(fp, "vigil_nodes", "gauge", "Nodes of the job still reporting (up) and lost.");
 	put_sample(fp, "vigil_nodes", "state", "up", m->up);
 	put_sample(fp, "vigil_nodes", "state", "lost", m->lost);
 	if (m->have_spares) {
-		put_family(fp, "vigil_spares", "gauge", "Hot spares still waiting, and spares "
-		           "that took a failed node's place.");
+		metrics_put_family(fp, "vigil_spares", "gauge", "Hot spares still waiting, and spares "
+		                   "that took a failed node's place.");
 		put_sample(fp, "vigil_spares", "state", "waiting", m->spares_waiting);
 		put_sample(fp, "vigil_spares", "state", "used", m->spares_used);
 	}
 	if (m->have_spares && !isnan(m->recovery_s)) {
-		put_family(fp, "vigil_recovery_seconds", "gauge", "From the fault to the first "
-		           "iteration after the last recovery with a spare, in seconds.");
+		metrics_put_family(fp, "vigil_recovery_seconds", "gauge", "From the fault to the first "
+		                   "iteration after the last recovery with a spare, in seconds.");
 		fprintf(fp, "vigil_recovery_seconds ");
 		put_value(fp, m->recovery_s);
 		fputc('\n', fp);

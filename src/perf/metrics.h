@@ -10,6 +10,8 @@
  *
  *   vigil_job_state{state="running|succeeded|error|stopped|expired"}  1 for the current one
  *   vigil_iterations_total                  iterations complete on every node
+ *   vigil_iteration_time_seconds_total{part="productive|straggler"}  this attempt's
+ *                                           iteration time (account.h)
  *   vigil_iteration_e2e_seconds{stat="min|mean|max"}  the last iteration, across nodes
  *   vigil_iteration_hw_seconds{stat="min|mean|max"}
  *   vigil_iteration_hw_e2e_ratio{stat="min|mean|max"}
@@ -42,6 +44,7 @@
 #define VIGIL_METRICS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 struct metrics;
 
@@ -57,6 +60,13 @@ struct metrics *metrics_new(void);
  * to the first iteration of the last recovery (NAN: none yet). */
 void metrics_set_spares(struct metrics *m, unsigned waiting, unsigned used, double recovery_s);
 
+/* The # HELP and # TYPE lines of family NAME onto FP. */
+void metrics_put_family(FILE *fp, const char *name, const char *type, const char *help);
+
+/* S as a label value of the text format onto FP: backslash, double quote
+ * and newline escaped (also for the files `vigil report --metrics` writes). */
+void metrics_put_label(FILE *fp, const char *s);
+
 /* NULL is a no-op. */
 void metrics_free(struct metrics *m);
 
@@ -68,6 +78,10 @@ int metrics_set_state(struct metrics *m, const char *state);
 
 /* Iterations complete everywhere so far. */
 void metrics_set_iterations(struct metrics *m, uint64_t done);
+
+/* The attempt's iteration time so far (account.h): at the median pace and
+ * the slowest node's excess over it, in seconds. */
+void metrics_set_account(struct metrics *m, double productive_s, double straggler_s);
 
 /* The last complete iteration's hardware and e2e times (ms) and ratio. */
 void metrics_set_iteration(struct metrics *m, const struct metrics_stats *hw,

@@ -594,6 +594,28 @@ slurm_job_end_time(const char *jobid, double timeout_s, time_t *end,
 }
 
 int
+slurm_job_start_time(const char *jobid, double timeout_s, time_t *start,
+                     char *err, size_t errlen)
+{
+	char o[] = "-o", s[] = "%S", out[1024], what[64], *last, *endp;
+	long long v;
+	int rc;
+
+	rc = squeue_job(jobid, o, s, timeout_s, out, sizeof(out), &last, what, sizeof(what),
+	                err, errlen);
+	if (rc < 0)
+		return rc;
+	errno = 0;
+	v = strtoll(last, &endp, 10);
+	if (endp == last || *endp || errno || v <= 0 || v > (long long)time(NULL) + 60) {
+		set_err(err, errlen, "%s: \"%.40s\" is no start time", what, last);
+		return -EPROTO;
+	}
+	*start = (time_t)v;
+	return 0;
+}
+
+int
 slurm_end_time(double timeout_s, time_t *end, const char **source,
                char *err, size_t errlen)
 {

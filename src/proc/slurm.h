@@ -85,6 +85,15 @@ int slurm_job_end_time(const char *jobid, double timeout_s, time_t *end,
                        char *err, size_t errlen);
 
 /*
+ * When job JOBID's allocation started (this run of it, for a requeued
+ * job): `squeue -h -j JOBID -o %S` with SLURM_TIME_FORMAT=%s.  JOBID is
+ * digits only.  Returns 0 with *START set, or a negative errno as above
+ * (-EPROTO: not a time, or one in the future).
+ */
+int slurm_job_start_time(const char *jobid, double timeout_s, time_t *start,
+                         char *err, size_t errlen);
+
+/*
  * This job's end time, for `vigil run` inside a Slurm job: asked of Slurm
  * (slurm_job_end_time() for $SLURM_JOB_ID) when the job has an id, since
  * only Slurm knows a limit changed after the job started; else, or when

@@ -169,6 +169,7 @@ clear_run(struct report *r)
 	cJSON_Delete(r->stops);
 	cJSON_Delete(r->alerts);
 	cJSON_Delete(r->usage);
+	free(r->chain_key);
 }
 
 /* A fresh last run.  false on ENOMEM. */
@@ -183,6 +184,15 @@ new_run(struct report *r)
 	r->node_values = r->series = false;
 	r->series_last = NAN;
 	r->usage = NULL;
+	r->chain_key = NULL;
+	r->nfaults_at = 0;
+	r->unconfirmed = false;
+	r->marks = (struct cost_marks){
+		.alloc = NAN, .start = NAN, .verdict = NAN, .staged = NAN, .it_first_end = NAN,
+		.it_first_ms = NAN, .it_last_end = NAN, .fault = NAN, .ckpt = NAN,
+		.exit_last = NAN, .stop = NAN, .end = NAN, .iterations = NAN,
+		.median_ms = NAN, .max_ms = NAN,
+	};
 	r->first_time = r->last_time = r->state = r->reason = r->end_time = r->verdict = NULL;
 	r->ended = false;
 	r->exit_code = NAN;
@@ -392,6 +402,99 @@ take_exit(struct report *r, const char *node, int rank, const cJSON *d)
 	       set_str(&n->error, jstr(d, "error"));
 }
 
+/* ---- the chain of attempts (report_cost.h) ---------------------------- */
+
+/* The "account" event: the iterations' sums and dates, the chain's key. */
+static bool
+take_account(struct report *r, const cJSON *d)
+{
+	struct cost_marks *m = &r->marks;
+	double started = jnum(d, "started");
+
+	m->alloc = jnum(d, "allocation_started");
+	m->iterations = jnum(d, "iterations");
+	m->median_ms = jnum(d, "median_ms");
+	m->max_ms = jnum(d, "max_ms");
+	m->it_first_end = jnum(d, "first_iteration_end");
+	m->it_first_ms = jnum(d, "first_iteration_ms");
+	m->it_last_end = jnum(d, "last_iteration_end");
+	if (!isnan(started) && (isnan(m->start) || started < m->start))
+		m->start = started;  /* the agent's start, before its first event */
+	return set_str(&r->chain_key, jstr(d, "chain"));
+}
+
+/* The run's dates as it ends (STATE), split, and joined to the chain when
+ * it has the chain's key (else it starts a chain of its own).  false on ENOMEM. */
+static bool
+end_attempt(struct report *r, const char *state)
+{
+	struct cost_marks *m = &r->marks;
+	struct cost_attempt *a;
+
+	if (isnan(m->start) || isnan(m->end))
+		return true;  /* no dated event: nothing to account */
+	/* the fault that ended the iterations: the first one after the last */
+	m->fault = NAN;
+	for (size_t i = 0; i < r->nfaults_at; i++)
+		if (isnan(m->it_last_end) || r->faults_at[i] >= m->it_last_end) {
+			m->fault = r->faults_at[i];
+			break;
+		}
+	/* a training that ran to its end leaves nothing to redo either */
+	m->saved = (!isnan(m->ckpt) && !r->unconfirmed) ||
+	           (state && strcmp(state, VIGIL_STATE_SUCCEEDED) == 0);
+	if (!r->chain_key || !r->chain || strcmp(r->chain_key, r->chain) != 0) {
+		r->natts = 0;
+		if (!set_str(&r->chain, r->chain_key))
+			return false;
+	}
+	if (!grow((void **)&r->atts, &r->atts_cap, r->natts + 1, sizeof(*r->atts)))
+		return false;
+	a = &r->atts[r->natts++];
+	memset(a, 0, sizeof(*a));
+	a->m = *m;
+	snprintf(a->state, sizeof(a->state), "%s", state ? state : "?");
+	cost_split(a);
+	return true;
+}
+
+/* The dates of EVENT (KIND) at T that the split of the run needs. */
+static void
+mark_event(struct report *r, const char *kind, double t, const cJSON *d)
+{
+	struct cost_marks *m = &r->marks;
+	bool fault = strcmp(kind, VIGIL_EVENT_FAULT) == 0 || strcmp(kind, VIGIL_EVENT_HANG) == 0 ||
+	             strcmp(kind, VIGIL_EVENT_NODE_LOST) == 0;
+
+	if (isnan(t))
+		return;
+	if (isnan(m->start) || t < m->start)
+		m->start = t;
+	if (strcmp(kind, VIGIL_EVENT_VERDICT) == 0 && isnan(m->verdict))
+		m->verdict = t;
+	else if (strcmp(kind, VIGIL_EVENT_STAGE) == 0)
+		m->staged = t;
+	else if (strcmp(kind, VIGIL_EVENT_STOP) == 0 && isnan(m->stop))
+		m->stop = t;
+	else if (strcmp(kind, VIGIL_EVENT_CHECKPOINT) == 0) {
+		const cJSON *c = d ? cJSON_GetObjectItemCaseSensitive(d, "confirmed") : NULL;
+
+		if (cJSON_IsFalse(c))
+			r->unconfirmed = true;  /* the end's word on a save, not a signal */
+		else if (isnan(m->ckpt))
+			m->ckpt = t;
+	} else if (strcmp(kind, VIGIL_EVENT_EXIT) == 0) {
+		double code = d ? jnum(d, "exit_code") : NAN;
+
+		m->exit_last = t;
+		fault = !isnan(code) && code != 0;  /* a training that failed */
+	} else if (strcmp(kind, VIGIL_EVENT_JOB) == 0) {
+		m->end = t;
+	}
+	if (fault && r->nfaults_at < COST_FAULTS)
+		r->faults_at[r->nfaults_at++] = t;
+}
+
 /* One event object.  false on ENOMEM. */
 static bool
 take_event(struct report *r, const cJSON *e)
@@ -426,6 +529,9 @@ take_event(struct report *r, const cJSON *e)
 	if (*time && ((!r->first_time && !set_str(&r->first_time, time)) ||
 	              !set_str(&r->last_time, time)))
 		return false;
+	mark_event(r, kind, report_parse_time(time), d);
+	if (strcmp(kind, VIGIL_EVENT_ACCOUNT) == 0)
+		return !d || take_account(r, d);
 
 	if (strcmp(kind, VIGIL_EVENT_JOB) == 0) {
 		const char *state = jstr(d, "state");
@@ -433,7 +539,7 @@ take_event(struct report *r, const cJSON *e)
 		r->ended = true;
 		r->exit_code = jnum(d, "exit_code");
 		return set_str(&r->state, state ? state : "?") && set_str(&r->reason, msg) &&
-		       set_str(&r->end_time, time);
+		       set_str(&r->end_time, time) && end_attempt(r, state);
 	}
 	if (strcmp(kind, VIGIL_EVENT_PERF) == 0)
 		return !d || take_perf(r, d);
@@ -614,6 +720,13 @@ derive(struct report *r)
 			    (r->slowest < 0 || r->nodes[i].slowest_count > r->nodes[r->slowest].slowest_count))
 				r->slowest = (int)i;
 	}
+	/* a run still going (or whose agent died): accounted up to its last event */
+	if (!r->ended && r->last_time) {
+		r->marks.end = report_parse_time(r->last_time);
+		if (!end_attempt(r, "running"))
+			goto out;
+	}
+	cost_chain(r->atts, r->natts, &r->chain_sum);
 	ok = true;
 out:
 	free(v);
@@ -667,7 +780,8 @@ end_torn_run(struct report *r, const char *half, size_t len)
 	}
 	r->ended = true;
 	r->exit_code = NAN;
-	return set_str(&r->state, "?") &&
+	r->marks.end = report_parse_time(time);
+	return end_attempt(r, "?") && set_str(&r->state, "?") &&
 	       set_str(&r->reason, "unknown: the job's last event was torn") &&
 	       set_str(&r->end_time, time);
 }
@@ -793,6 +907,8 @@ report_free(struct report *r)
 		return;
 	clear_run(r);
 	cJSON_Delete(r->earlier);
+	free(r->atts);
+	free(r->chain);
 	free(r->path);
 	free(r);
 }

@@ -45,7 +45,18 @@
  *                ratio {min, mean, max}, hw_mean_ms, slowest_node} or null,
  *   alerts [{time, kind, iter, node, rank, value, message}],
  *   usage: the last "usage" event's details (usage.h: the ranges of the
- *     training's CPU and memory and of the boards' use) or null.
+ *     training's CPU and memory and of the boards' use) or null,
+ *   chain: where the time went (report_cost.h), or null: key, attempts
+ *     [{state, started (the allocation's start when known, else
+ *     agent_started), agent_started, allocation_started, ended (seconds
+ *     since the epoch), seconds,
+ *     gap_before_s, iterations, redone_iterations, checkpoint_confirmed,
+ *     split_s {launch, precheck, staging, start, productive, straggler, detection,
+ *     checkpoint, stop, redone, other}}], elapsed_s, productive_s, ettr,
+ *     seconds {the causes and between_attempts}, shares {the same / elapsed}.
+ *     The chain is the runs of the log with the last run's key (the
+ *     "account" event's: Slurm's job id, or the --state file); a run
+ *     without one is a chain of its own.
  * Unknown figures are null.
  * --plot draws e2e time per node over iterations as SVG: one line with
  * hollow markers per node (or min / mean / max across nodes when the log
@@ -89,6 +100,16 @@ int report_print(const struct report *r, FILE *out);
 
 /* The summary as one object (caller frees).  NULL on ENOMEM. */
 cJSON *report_json(const struct report *r);
+
+/*
+ * The chain's time (report_cost.h) as a Prometheus text file: gauges
+ * vigil_chain_info{key}, vigil_chain_attempts, vigil_chain_elapsed_seconds,
+ * vigil_chain_ettr_ratio, vigil_chain_time_seconds{cause},
+ * vigil_attempt_time_seconds{attempt,cause}, counters
+ * vigil_chain_requeues_total and vigil_chain_iterations_total; nothing
+ * without an attempt.  Returns 0 or -EIO when writing failed.
+ */
+int report_metrics(const struct report *r, FILE *out);
 
 /* The SVG plot.  Returns 0 or -EIO when writing failed. */
 int report_plot(const struct report *r, FILE *out);

@@ -15,6 +15,7 @@
 #include <cJSON.h>
 
 #include "lib/json.h"
+#include "report/report_cost.h"
 
 /* Malformed and torn lines whose numbers are kept for the summary. */
 #define MALFORMED_KEEP 10
@@ -48,6 +49,9 @@ struct rnode {
 	double median;              /* of pts[].ms; NAN without points */
 };
 
+/* Fault-like events of one run whose dates are kept (the first ones). */
+#define COST_FAULTS 8
+
 struct sample {
 	double iter, e2e_min, e2e_mean, e2e_max, hw_mean, r_min, r_mean, r_max;
 };
@@ -75,6 +79,17 @@ struct report {
 	bool series;                /* "series" events came: the nodes' points are theirs */
 	double series_last;         /* the last iteration a series covers; NAN: none */
 	cJSON *usage;               /* the last "usage" event's details, NULL: none */
+	struct cost_marks marks;    /* this run's dates, for its split */
+	double faults_at[COST_FAULTS];  /* its first fault-like events' dates */
+	size_t nfaults_at;
+	bool unconfirmed;           /* a checkpoint was not confirmed */
+	char *chain_key;            /* the "account" event's chain; NULL: none */
+
+	/* the chain: the runs of the last one's key, in order (report_cost.h) */
+	struct cost_attempt *atts;
+	size_t natts, atts_cap;
+	char *chain;
+	struct cost_chain chain_sum;
 
 	/* derived once the log is read */
 	double iterations, e2e_min, e2e_median, e2e_max, hw_mean, r_min, r_mean, r_max;

@@ -105,10 +105,80 @@ add_lines(cJSON *o, const char *key, const size_t *at, size_t n)
 	return list != NULL;
 }
 
+/* SECS[0..COST_N) by cause (each, or the shares of TOTAL when TOTAL > 0). */
+static cJSON *
+causes_json(const double *secs, double total, bool gap)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	for (int c = 0; o && c < COST_N; c++) {
+		if (c == COST_GAP && !gap)
+			continue;
+		if (!add_num(o, cost_names[c], total > 0 ? secs[c] / total : secs[c])) {
+			cJSON_Delete(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+static cJSON *
+attempt_json(const struct cost_attempt *a)
+{
+	cJSON *o = cJSON_CreateObject(), *split = causes_json(a->secs, 0, false);
+
+	if (!o || !split || !cJSON_AddItemToObject(o, "split_s", split)) {
+		cJSON_Delete(split);
+		goto fail;
+	}
+	if (!add_str(o, "state", a->state) ||
+	    !add_num(o, "started", a->nsegs ? a->segs[0].from : a->m.start) ||
+	    !add_num(o, "agent_started", a->m.start) ||
+	    !add_num(o, "allocation_started", a->m.alloc) ||
+	    !add_num(o, "ended", a->m.end) || !add_num(o, "seconds", a->wall) ||
+	    !add_num(o, "gap_before_s", a->secs[COST_GAP]) ||
+	    !add_num(o, "iterations", a->m.iterations) ||
+	    !add_num(o, "redone_iterations", a->redone_iters) ||
+	    !cJSON_AddBoolToObject(o, "checkpoint_confirmed", a->m.saved))
+		goto fail;
+	return o;
+fail:
+	cJSON_Delete(o);
+	return NULL;
+}
+
+/* The chain of attempts (report_cost.h); JSON null without one. */
+static cJSON *
+chain_json(const struct report *r)
+{
+	const struct cost_chain *c = &r->chain_sum;
+	cJSON *o, *atts, *x;
+
+	if (r->natts == 0)
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	if (!o || !add_str(o, "key", r->chain) || !(atts = cJSON_AddArrayToObject(o, "attempts")))
+		goto fail;
+	for (size_t i = 0; i < r->natts; i++)
+		if (!(x = attempt_json(&r->atts[i])) || !cJSON_AddItemToArray(atts, x))
+			goto fail;
+	if (!add_num(o, "elapsed_s", c->elapsed) ||
+	    !add_num(o, "productive_s", c->secs[COST_PRODUCTIVE]) || !add_num(o, "ettr", c->ettr) ||
+	    !(x = causes_json(c->secs, 0, true)) || !cJSON_AddItemToObject(o, "seconds", x))
+		goto fail;
+	if (c->elapsed > 0 &&
+	    (!(x = causes_json(c->secs, c->elapsed, true)) || !cJSON_AddItemToObject(o, "shares", x)))
+		goto fail;
+	return o;
+fail:
+	cJSON_Delete(o);
+	return NULL;
+}
+
 cJSON *
 report_json(const struct report *r)
 {
-	cJSON *o = cJSON_CreateObject(), *job, *nodes, *perf = NULL;
+	cJSON *o = cJSON_CreateObject(), *job, *nodes, *perf = NULL, *chain;
 	double t0 = report_parse_time(r->first_time), t1 = report_parse_time(r->last_time);
 
 	if (!o || !add_str(o, "file", r->path) || !add_num(o, "events", (double)r->events) ||
@@ -159,6 +229,11 @@ report_json(const struct report *r)
 		goto fail;
 	if (r->usage ? !add_copy(o, "usage", r->usage) : !cJSON_AddNullToObject(o, "usage"))
 		goto fail;
+	chain = chain_json(r);
+	if (!chain || !cJSON_AddItemToObject(o, "chain", chain)) {
+		cJSON_Delete(chain);
+		goto fail;
+	}
 	return o;
 fail:
 	cJSON_Delete(o);

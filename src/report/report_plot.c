@@ -22,6 +22,11 @@
 
 #define SVG_W 960
 #define SVG_H 540
+/* The timeline of the chain of attempts, below the plot when there is one. */
+#define TL_H 200
+#define TL_Y0 (SVG_H + 36.0)    /* the first bar's top */
+#define TL_Y1 (SVG_H + 146.0)   /* the time axis */
+#define TL_BAR_MAX 22.0
 #define PLOT_X0 80.0   /* the plot area, in SVG units */
 #define PLOT_X1 720.0
 #define PLOT_Y0 70.0
@@ -487,6 +492,13 @@ data_range(const struct report *r, const struct series *s, size_t ns, struct axi
 	axis_fit(ay, ylo, yhi, 6, false);
 }
 
+/* The document's height: the plot, and the timeline below it when the log has attempts. */
+static int
+svg_height(const struct report *r)
+{
+	return r->natts > 0 ? SVG_H + TL_H : SVG_H;
+}
+
 /* The document's start, the background, the title and the subtitle. */
 static void
 put_header(FILE *out, const struct report *r)
@@ -500,8 +512,8 @@ put_header(FILE *out, const struct report *r)
 	        "<svg xmlns=\"http://www.w3.org/2000/svg\" "
 	        "xmlns:xlink=\"http://www.w3.org/1999/xlink\" width=\"%d\" height=\"%d\" "
 	        "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
-	        "font-size=\"12\">\n", SVG_W, SVG_H, SVG_W, SVG_H);
-	fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", SVG_W, SVG_H);
+	        "font-size=\"12\">\n", SVG_W, svg_height(r), SVG_W, svg_height(r));
+	fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", SVG_W, svg_height(r));
 	put_marker_defs(out);
 	put_text(out, PLOT_X0, 28, "font-size=\"17\" font-weight=\"bold\" fill=\"#222222\"",
 	         r->node_values ? "End-to-end time per node over iterations" :
@@ -724,6 +736,187 @@ put_legend(FILE *out, const struct report *r, const struct series *s, size_t ns)
 	}
 }
 
+/* ---- the timeline of the attempts ------------------------------------ */
+
+/* A colour per cause (report_cost.h), readable side by side. */
+static const char *const cause_colour[COST_N] = {
+	[COST_LAUNCH] = "#8c8c8c", [COST_PRECHECK] = "#9c755f", [COST_STAGING] = "#b07aa1", [COST_START] = "#edc948",
+	[COST_PRODUCTIVE] = "#59a14f", [COST_STRAGGLER] = "#f28e2b",
+	[COST_DETECTION] = "#e15759", [COST_CHECKPOINT] = "#4e79a7", [COST_STOP] = "#76b7b2",
+	[COST_REDONE] = "#ff9da7", [COST_OTHER] = "#bab0ac", [COST_GAP] = "#e6e6e6",
+};
+
+/* The timeline's unit: seconds, minutes or hours, as the chain is long. */
+static double
+tl_unit(double elapsed, const char **name)
+{
+	*name = elapsed > 7200 ? "h" : elapsed > 600 ? "min" : "s";
+	return elapsed > 7200 ? 3600 : elapsed > 600 ? 60 : 1;
+}
+
+/* One stretch of an attempt's bar, [FROM, TO) s since T0, with its tooltip. */
+static void
+tl_rect(FILE *out, const struct axis *ax, double unit, double t0, double from, double to,
+        double y, double h, int cause, size_t attempt)
+{
+	double x0 = map_x(ax, (from - t0) / unit), x1 = map_x(ax, (to - t0) / unit);
+	char tip[96];
+
+	if (!(x1 > x0))
+		return;
+	fprintf(out, "<rect class=\"seg %s\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
+	        "height=\"%.1f\" fill=\"%s\"><title>", cost_names[cause], x0, y, x1 - x0, h,
+	        cause_colour[cause]);
+	snprintf(tip, sizeof(tip), "attempt %zu: %s %.3f s", attempt, cost_names[cause], to - from);
+	xml_put(out, tip);
+	fputs("</title></rect>\n", out);
+}
+
+/* Attempt K's bar: its stretches by cause, the iterations in their shares. */
+static void
+tl_bar(FILE *out, const struct report *r, const struct axis *ax, double unit, size_t k,
+       double y, double h)
+{
+	const struct cost_attempt *a = &r->atts[k];
+	double t0 = r->chain_sum.t0;
+	static const int iter_parts[] = { COST_REDONE, COST_PRODUCTIVE, COST_STRAGGLER, COST_OTHER };
+
+	if (k > 0)  /* the requeue: the gap before the attempt, on its row */
+		tl_rect(out, ax, unit, t0, r->atts[k - 1].m.end, a->nsegs ? a->segs[0].from : a->m.start,
+		        y, h, COST_GAP, k + 1);
+	for (size_t i = 0; i < a->nsegs; i++) {
+		const struct cost_seg *s = &a->segs[i];
+		double iter_s = 0, at = s->from;
+
+		if (s->cause != COST_ITER) {
+			tl_rect(out, ax, unit, t0, s->from, s->to, y, h, s->cause, k + 1);
+			continue;
+		}
+		for (size_t p = 0; p < 4; p++)
+			iter_s += a->secs[iter_parts[p]];
+		for (size_t p = 0; p < 4 && iter_s > 0; p++) {
+			double len = (s->to - s->from) * a->secs[iter_parts[p]] / iter_s;
+
+			tl_rect(out, ax, unit, t0, at, at + len, y, h, iter_parts[p], k + 1);
+			at += len;
+		}
+	}
+}
+
+/* The faults (a red triangle over the bar) and the requeues (a dashed line). */
+static void
+tl_marks(FILE *out, const struct report *r, const struct axis *ax, double unit, size_t k,
+         double y)
+{
+	const struct cost_attempt *a = &r->atts[k];
+	double t0 = r->chain_sum.t0;
+
+	if (!isnan(a->m.fault) && a->m.fault >= a->m.start && a->m.fault <= a->m.end) {
+		double x = map_x(ax, (a->m.fault - t0) / unit);
+
+		fprintf(out, "<path class=\"fault\" d=\"M%.1f %.1f l-5 -8 h10 z\" fill=\"%s\">"
+		        "<title>attempt %zu: fault</title></path>\n", x, y - 1, ALERT_COLOUR, k + 1);
+	}
+	if (k > 0) {
+		double x = map_x(ax, ((a->nsegs ? a->segs[0].from : a->m.start) - t0) / unit);
+
+		fprintf(out, "<line class=\"requeue\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+		        "y2=\"%.1f\" stroke=\"#222222\" stroke-width=\"1.2\" "
+		        "stroke-dasharray=\"3 2\"><title>attempt %zu starts</title></line>\n",
+		        x, TL_Y0 - 6, x, TL_Y1, k + 1);
+	}
+}
+
+/* The time axis under the bars, and the title above them. */
+static void
+tl_axis(FILE *out, const struct report *r, const struct axis *ax, const char *unit)
+{
+	char buf[160];
+
+	if (isnan(r->chain_sum.ettr))
+		snprintf(buf, sizeof(buf), "Where the time went: %zu attempt%s", r->natts,
+		         util_plural((long long)r->natts));
+	else
+		snprintf(buf, sizeof(buf), "Where the time went: %zu attempt%s, ETTR %.1f %% "
+		         "(productive %.1f s of %.1f s)", r->natts, util_plural((long long)r->natts),
+		         r->chain_sum.ettr * 100, r->chain_sum.secs[COST_PRODUCTIVE],
+		         r->chain_sum.elapsed);
+	put_text(out, PLOT_X0, SVG_H + 16, "class=\"tl-title\" font-size=\"14\" "
+	         "font-weight=\"bold\" fill=\"#222222\"", buf);
+	fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555555\"/>\n",
+	        PLOT_X0, TL_Y1, PLOT_X1, TL_Y1);
+	fputs("<g class=\"tl-ticks\" fill=\"#333333\">\n", out);
+	for (int i = 0; i <= ax->ticks; i++) {
+		double v = ax->lo + i * ax->step, x = map_x(ax, v);
+
+		fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+		        "stroke=\"#555555\"/>\n", x, TL_Y1, x, TL_Y1 + 4);
+		snprintf(buf, sizeof(buf), "%.*f", ax->decimals, fabs(v) < ax->step / 2 ? 0 : v);
+		put_text(out, x, TL_Y1 + 17, "text-anchor=\"middle\"", buf);
+	}
+	fputs("</g>\n", out);
+	snprintf(buf, sizeof(buf), "time since the first attempt started (%s)", unit);
+	put_text(out, (PLOT_X0 + PLOT_X1) / 2, TL_Y1 + 36,
+	         "class=\"tl-axis\" text-anchor=\"middle\" font-size=\"13\" fill=\"#222222\"", buf);
+}
+
+/* The timeline's legend, right of it: the causes that took time, the marks. */
+static void
+tl_legend(FILE *out, const struct report *r)
+{
+	double x = PLOT_X1 + 20, y = TL_Y0 - 10;
+	int shown = 0;
+	char buf[64];
+
+	for (int c = 0; c < COST_N; c++) {
+		if (!(r->chain_sum.secs[c] > 0))
+			continue;
+		fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"%s\"/>\n",
+		        x + (shown % 2) * 110, y - 9 + (shown / 2) * 15, cause_colour[c]);
+		snprintf(buf, sizeof(buf), "%s", cost_names[c]);
+		put_text(out, x + 14 + (shown % 2) * 110, y + (shown / 2) * 15,
+		         "class=\"tl-key\" font-size=\"11\" fill=\"#222222\"", buf);
+		shown++;
+	}
+	y += ((shown + 1) / 2) * 15 + 4;
+	fprintf(out, "<path d=\"M%.1f %.1f l-5 -8 h10 z\" fill=\"%s\"/>\n", x + 5, y, ALERT_COLOUR);
+	put_text(out, x + 14, y, "class=\"tl-key\" font-size=\"11\" fill=\"#222222\"", "fault");
+	fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222222\" "
+	        "stroke-dasharray=\"3 2\"/>\n", x + 115, y - 10, x + 115, y + 2);
+	put_text(out, x + 124, y, "class=\"tl-key\" font-size=\"11\" fill=\"#222222\"",
+	         "requeue");
+}
+
+/* The chain of attempts as a timeline: a bar per attempt, coloured by cause. */
+static void
+put_timeline(FILE *out, const struct report *r)
+{
+	struct axis ax;
+	const char *uname;
+	double unit = tl_unit(r->chain_sum.elapsed, &uname);
+	double h = (TL_Y1 - TL_Y0 - 4) / (double)r->natts;
+	char label[32];
+
+	if (r->natts == 0)
+		return;
+	if (h > TL_BAR_MAX)
+		h = TL_BAR_MAX;
+	axis_fit(&ax, 0, r->chain_sum.elapsed / unit, 8, false);
+	ax.lo = 0;  /* the chain's start at the left edge */
+	tl_axis(out, r, &ax, uname);
+	for (size_t k = 0; k < r->natts; k++) {
+		double y = TL_Y0 + (double)k * (TL_Y1 - TL_Y0 - 4) / (double)r->natts;
+
+		snprintf(label, sizeof(label), "attempt %zu", k + 1);
+		if (h >= 9)
+			put_text(out, PLOT_X0 - 8, y + h / 2 + 4,
+			         "class=\"tl-label\" text-anchor=\"end\" fill=\"#222222\"", label);
+		tl_bar(out, r, &ax, unit, k, y, h);
+		tl_marks(out, r, &ax, unit, k, y);
+	}
+	tl_legend(out, r);
+}
+
 int
 report_plot(const struct report *r, FILE *out)
 {
@@ -751,6 +944,7 @@ report_plot(const struct report *r, FILE *out)
 	put_legend(out, r, s, ns);
 	if (ns > 0)
 		put_note(out, r, s, ns);
+	put_timeline(out, r);
 	fputs("</svg>\n", out);
 	free(own);
 	free(s);

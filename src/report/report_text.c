@@ -222,6 +222,66 @@ print_perf(FILE *out, const struct report *r)
 	}
 }
 
+/* The causes of SECS with time (of TOTAL, as shares, when TOTAL > 0), largest
+ * first; the gap between attempts only in the shares. */
+static void
+print_causes(FILE *out, const double *secs, double total)
+{
+	bool done[COST_N] = { [COST_GAP] = total <= 0 };
+	bool first = true;
+
+	for (;;) {
+		int best = -1;
+
+		for (int c = 0; c < COST_N; c++)
+			if (!done[c] && secs[c] >= 0.0005 && (best < 0 || secs[c] > secs[best]))
+				best = c;
+		if (best < 0)
+			break;
+		done[best] = true;
+		if (total > 0)
+			fprintf(out, "%s%s %.1f %%", first ? "" : ", ", cost_names[best],
+			        secs[best] / total * 100);
+		else
+			fprintf(out, "%s%s %.3f s", first ? "" : ", ", cost_names[best], secs[best]);
+		first = false;
+	}
+	fputc('\n', out);
+}
+
+/* Where the time went: each attempt, the gaps, the chain's ETTR. */
+static void
+print_time(FILE *out, const struct report *r)
+{
+	const struct cost_chain *c = &r->chain_sum;
+
+	if (r->natts == 0)
+		return;
+	if (isnan(c->ettr))
+		fprintf(out, KEY "%zu attempt%s, no time elapsed\n", "time:", r->natts,
+		        util_plural((int)r->natts));
+	else
+		fprintf(out, KEY "%zu attempt%s over %.3f s: ETTR %.1f %% (productive %.3f s)\n",
+		        "time:", r->natts, util_plural((int)r->natts), c->elapsed, c->ettr * 100,
+		        c->secs[COST_PRODUCTIVE]);
+	for (size_t i = 0; i < r->natts; i++) {
+		const struct cost_attempt *a = &r->atts[i];
+		char key[32];
+
+		if (i > 0)
+			fprintf(out, KEY "%.3f s\n", "  gap:", a->secs[COST_GAP]);
+		snprintf(key, sizeof(key), "  attempt %zu:", i + 1);
+		fprintf(out, KEY "%s, %.3f s: ", key, a->state, a->wall);
+		print_causes(out, a->secs, 0);
+		if (a->redone_iters > 0)
+			fprintf(out, KEY "%.0f iterations redone\n", "", a->redone_iters);
+	}
+	if (c->elapsed > 0) {
+		fprintf(out, KEY, "  shares:");
+		print_causes(out, c->secs, c->elapsed);
+	}
+}
+
 static void
 print_alerts(FILE *out, const struct report *r)
 {
@@ -266,6 +326,7 @@ report_print(const struct report *r, FILE *out)
 	print_job(out, r);
 	print_nodes(out, r);
 	print_perf(out, r);
+	print_time(out, r);
 	if (r->usage) {
 		char line[512];
 

@@ -69,6 +69,14 @@ expect_match "the notifier got the alert as JSON" '"kind":"straggler".*"node":"n
 expect_match "metrics: iterations" '^vigil_iterations_total 8$' "$(cat "$SCRATCH/m.prom")"
 expect_match "metrics: straggler alerts" '^vigil_alerts_total\{kind="straggler"\} 1$' "$(cat "$SCRATCH/m.prom")"
 expect_match "metrics: node e2e" '^vigil_node_e2e_seconds\{node="n3"\} 1.5$' "$(cat "$SCRATCH/m.prom")"
+# where the time went: per iteration the median across the nodes (1015
+# ms) and the slowest's excess over it: 1030 - 1015 in iterations 1-3,
+# 1500 - 1015 in 4-8: 3 * 15 + 5 * 485 = 2470 ms
+expect_match "account: the median pace and the wait for n3" \
+	'"iterations":8,"median_ms":8120,"max_ms":10590' "$(grep '"kind":"account"' "$SCRATCH/ev.jsonl")"
+expect_match "metrics: productive and straggler time" \
+	'part="productive"\} 8\.12 vigil_iteration_time_seconds_total\{part="straggler"\} 2\.47 ' \
+	"$(tr '\n' ' ' <"$SCRATCH/m.prom")"
 
 # Below the threshold (low device utilisation): n3's ratio from iteration
 # 4 on is 0.34 < 0.4, so the alert fires at iteration 6, naming n3.

@@ -64,28 +64,20 @@ print(" ".join(out), "|", keys, "|", med[0][len("median, all: "):] if med else N
 PY
 )
 expect_eq "svg: 60 points and markers per node, legend, median" \
-	"n0:60/60 n1:60/60 | ['n0 (151.750 ms)', 'n1 (152.750 ms)'] | $median | 960 540" "$got"
+	"n0:60/60 n1:60/60 | ['n0 (151.750 ms)', 'n1 (152.750 ms)'] | $median | 960 740" "$got"
 
 # rendered as an image: a PNG of the SVG's size, not blank
 rsvg-convert -o "$SCRATCH/x.png" "$SCRATCH/x.svg"; rc=$?
 expect_eq "renders" 0 "$rc"
-got=$(python3 - "$SCRATCH/x.png" <<'PY'
-import struct, sys, zlib
-data = open(sys.argv[1], "rb").read()
-assert data[:8] == b"\x89PNG\r\n\x1a\n"
-w, h, depth, ctype = struct.unpack(">IIBB", data[16:26])
-idat, p = b"", 8
-while p < len(data):
-    n, = struct.unpack(">I", data[p:p + 4])
-    if data[p + 4:p + 8] == b"IDAT":
-        idat += data[p + 8:p + 8 + n]
-    p += 12 + n
-raw = zlib.decompress(idat)
-# rows of filtered bytes: a plot on white has many distinct byte values
-print(w, h, len(set(raw)) > 16)
+got=$(PYTHONPATH="$(cd "$(dirname "$0")" && pwd)" python3 - "$SCRATCH/x.png" <<'PY'
+import sys
+from png_rows import read
+w, h, bpp, rows = read(sys.argv[1])
+# a plot on white has many distinct byte values
+print(w, h, len(set(b"".join(rows))) > 16)
 PY
 )
-expect_eq "png: 960x540, drawn on" "960 540 True" "$got"
+expect_eq "png: 960x740 (the plot, the timeline below), drawn on" "960 740 True" "$got"
 
 # a plot named .png: refused, usage status, nothing written
 out=$("$VIGIL" report "$EV" --plot "$SCRATCH/job.png" 2>&1); rc=$?

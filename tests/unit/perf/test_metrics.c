@@ -101,6 +101,7 @@ fill(struct metrics *m)
 
 	assert_int_equal(metrics_set_state(m, "running"), 0);
 	metrics_set_iterations(m, 1234);
+	metrics_set_account(m, 130.5, 4.25);
 	metrics_set_iteration(m, &hw, &e2e, &r);
 	assert_int_equal(metrics_set_node_e2e(m, "n1", 100), 0);
 	assert_int_equal(metrics_set_node_e2e(m, "n2", 150.5), 0);
@@ -122,6 +123,10 @@ static const char expected_full[] =
 "# HELP vigil_iterations_total Training iterations complete on every node.\n"
 "# TYPE vigil_iterations_total counter\n"
 "vigil_iterations_total 1234\n"
+"# HELP vigil_iteration_time_seconds_total Iteration time of this attempt: at the nodes' median pace (productive), and the slowest node's excess over it (straggler).\n"
+"# TYPE vigil_iteration_time_seconds_total counter\n"
+"vigil_iteration_time_seconds_total{part=\"productive\"} 130.5\n"
+"vigil_iteration_time_seconds_total{part=\"straggler\"} 4.25\n"
 "# HELP vigil_iteration_e2e_seconds End-to-end time of the last iteration across nodes, in seconds.\n"
 "# TYPE vigil_iteration_e2e_seconds gauge\n"
 "vigil_iteration_e2e_seconds{stat=\"min\"} 0.1\n"
@@ -174,6 +179,7 @@ test_fresh(void **state)
 	text = slurp(f->path, TEXT_SIZE, NULL);
 	assert_non_null(strstr(text, "vigil_job_state{state=\"running\"} 0\n"));
 	assert_non_null(strstr(text, "vigil_iterations_total 0\n"));
+	assert_non_null(strstr(text, "vigil_iteration_time_seconds_total{part=\"straggler\"} 0\n"));
 	assert_non_null(strstr(text, "vigil_alerts_total{kind=\"ratio\"} 0\n"));
 	assert_non_null(strstr(text, "vigil_alerts_total{kind=\"straggler\"} 0\n"));
 	assert_non_null(strstr(text, "vigil_nodes{state=\"up\"} 0\n"));

@@ -605,6 +605,27 @@ test_job_end_time_argv(void **state)
 	assert_int_equal(slurm_job_end_time("1234", 5, &end, f->err, sizeof(f->err)), 0);
 }
 
+/* The allocation's start: squeue's %S as seconds since 1970; not a time,
+ * one in the future or a job id that is no number: refused. */
+static void
+test_job_start_time(void **state)
+{
+	struct fixture *f = *state;
+	time_t start = 0;
+
+	setenv("FAKE_SQUEUE_OUT", "1782900000", 1);
+	assert_int_equal(slurm_job_start_time("1234", 5, &start, f->err, sizeof(f->err)), 0);
+	assert_int_equal(start, 1782900000);
+	assert_string_equal(read_log(f), "-h\n-j\n1234\n-o\n%S\n-- SLURM_TIME_FORMAT=%s\n");
+	setenv("FAKE_SQUEUE_OUT", "N/A", 1);
+	assert_int_equal(slurm_job_start_time("1234", 5, &start, f->err, sizeof(f->err)), -EPROTO);
+	assert_non_null(strstr(f->err, "N/A"));
+	setenv("FAKE_SQUEUE_OUT", "99999999999", 1);
+	assert_int_equal(slurm_job_start_time("1234", 5, &start, f->err, sizeof(f->err)), -EPROTO);
+	assert_int_equal(slurm_job_start_time("1 2", 5, &start, f->err, sizeof(f->err)), -EINVAL);
+	assert_int_equal(start, 1782900000);
+}
+
 static void
 test_job_end_time_fails(void **state)
 {
@@ -803,6 +824,7 @@ main(void)
 		cmocka_unit_test(test_end_parse_local),
 		cmocka_unit_test_setup(test_job_end_time_argv, setup),
 		cmocka_unit_test_setup(test_job_end_time_fails, setup),
+		cmocka_unit_test_setup(test_job_start_time, setup),
 		cmocka_unit_test_setup(test_end_time_sources, setup),
 		cmocka_unit_test(test_cancel_parse),
 		cmocka_unit_test_setup(test_cancelled, setup),

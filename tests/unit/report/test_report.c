@@ -762,6 +762,136 @@ test_series_weights(void **state)
 	report_free(r);
 }
 
+/* An "account" at T0 + SEC: ITERS iterations ending at T0 + FIRST .. LAST s. */
+static void
+account(FILE *fp, int sec, const char *chain, int started, int first, int last, int iters,
+        double median_ms, double max_ms)
+{
+	char d[400];
+	double t0 = 1795217400;  /* 2026-11-20T23:30:00Z, event()'s 0 */
+
+	snprintf(d, sizeof(d), "{\"iterations\":%d,\"median_ms\":%g,\"max_ms\":%g,"
+	         "\"first_iteration_end\":%.3f,\"first_iteration_ms\":1000,"
+	         "\"last_iteration_end\":%.3f,\"chain\":\"%s\",\"started\":%.3f}",
+	         iters, median_ms, max_ms, t0 + first, t0 + last, chain, t0 + started);
+	event(fp, sec, "n1", 0, "account", "info", "account", d);
+}
+
+/* A run that ended without a save is redone by the next; one that
+ * succeeded is not. */
+static void
+test_chain_redone(void **state)
+{
+	struct fixture *f = *state;
+	FILE *fp;
+	struct report *r;
+	char *text;
+
+	for (int saved = 0; saved < 2; saved++) {
+		fp = fopen(f->log, "w");
+		assert_non_null(fp);
+		account(fp, 10, "state:/s", 0, 2, 10, 10, 8000, 8000);
+		event(fp, 10, "n1", 0, "job", "info", "x", saved ?
+		      "{\"state\":\"succeeded\",\"exit_code\":0}" :
+		      "{\"state\":\"error\",\"exit_code\":1}");
+		account(fp, 30, "state:/s", 20, 22, 30, 10, 8000, 8000);
+		event(fp, 30, "n1", 0, "job", "info", "x", "{\"state\":\"succeeded\",\"exit_code\":0}");
+		fclose(fp);
+		r = load(f->log);
+		text = capture_text(r);
+		if (saved)
+			assert_null(strstr(text, "redone"));
+		else
+			assert_line(text, "               10 iterations redone");
+		free(text);
+		report_free(r);
+	}
+}
+
+/* The runs of one job (its chain key) are joined; another job's are not. */
+static void
+test_chain(void **state)
+{
+	struct fixture *f = *state;
+	FILE *fp = fopen(f->log, "w");
+	struct report *r;
+	cJSON *o, *c, *a;
+	char *text;
+
+	assert_non_null(fp);
+	/* another job, earlier in the same log */
+	account(fp, 0, "slurm:5", 0, 2, 5, 4, 4000, 4000);
+	event(fp, 6, "n1", 0, "job", "info", "done", "{\"state\":\"succeeded\",\"exit_code\":0}");
+	/* attempt 1: pre-check 2 s, start 4 s, iterations 14..34 (16 s at the
+	 * median, 2 s waiting for n2), n2 fails at 36, checkpoint, job at 40 */
+	event(fp, 10, "n1", 0, "verdict", "info", "go", "{\"verdict\":\"pass\"}");
+	event(fp, 11, "n1", 0, "launch", "info", "starting", NULL);
+	event(fp, 36, "n2", 1, "exit", "error", "training ended with status 1", "{\"exit_code\":1}");
+	event(fp, 37, "n1", 0, "checkpoint", "warning", "a fault", NULL);
+	event(fp, 39, "n1", 0, "exit", "info", "training ended with status 0", "{\"exit_code\":0}");
+	account(fp, 40, "slurm:7", 8, 15, 34, 20, 16000, 18000);
+	event(fp, 40, "n1", 0, "job", "warning", "stopped", "{\"state\":\"stopped\",\"exit_code\":81}");
+	/* attempt 2, 20 s later: runs to the end */
+	event(fp, 61, "n1", 0, "verdict", "info", "go", "{\"verdict\":\"pass\"}");
+	event(fp, 79, "n1", 0, "exit", "info", "training ended with status 0", "{\"exit_code\":0}");
+	account(fp, 80, "slurm:7", 60, 63, 78, 16, 16000, 16000);
+	event(fp, 80, "n1", 0, "job", "info", "succeeded", "{\"state\":\"succeeded\",\"exit_code\":0}");
+	fclose(fp);
+	r = load(f->log);
+	o = report_json(r);
+	assert_non_null(o);
+	c = cJSON_GetObjectItem(o, "chain");
+	assert_string_equal(cJSON_GetObjectItem(c, "key")->valuestring, "slurm:7");
+	a = cJSON_GetObjectItem(c, "attempts");
+	assert_int_equal(cJSON_GetArraySize(a), 2);
+	assert_float_equal(cJSON_GetObjectItem(c, "elapsed_s")->valuedouble, 72, 1e-6);
+	assert_float_equal(cJSON_GetObjectItem(c, "productive_s")->valuedouble, 32, 1e-6);
+	assert_float_equal(cJSON_GetObjectItem(c, "ettr")->valuedouble, 32.0 / 72, 1e-6);
+	{
+		const cJSON *s = cJSON_GetObjectItem(cJSON_GetArrayItem(a, 0), "split_s");
+
+		assert_float_equal(cJSON_GetObjectItem(s, "precheck")->valuedouble, 2, 1e-6);
+		assert_float_equal(cJSON_GetObjectItem(s, "start")->valuedouble, 4, 1e-6);
+		assert_float_equal(cJSON_GetObjectItem(s, "straggler")->valuedouble, 2, 1e-6);
+		assert_float_equal(cJSON_GetObjectItem(s, "other")->valuedouble, 2, 1e-6);
+		assert_float_equal(cJSON_GetObjectItem(s, "detection")->valuedouble, 2, 1e-6);
+		assert_float_equal(cJSON_GetObjectItem(s, "checkpoint")->valuedouble, 2, 1e-6);
+		assert_float_equal(cJSON_GetObjectItem(s, "stop")->valuedouble, 2, 1e-6);
+	}
+	assert_float_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(a, 1), "gap_before_s")->valuedouble,
+	                   20, 1e-6);
+	text = capture_text(r);
+	assert_line(text, "time:          2 attempts over 72.000 s: ETTR 44.4 % (productive 32.000 s)");
+	assert_line(text, "  gap:         20.000 s");
+	assert_null(strstr(text, "redone"));  /* the first saved */
+	free(text);
+	{
+		size_t len = 0;
+		FILE *m = open_memstream(&text, &len);
+
+		assert_non_null(m);
+		assert_int_equal(report_metrics(r, m), 0);
+		fclose(m);
+		assert_line(text, "vigil_chain_ettr_ratio 0.444444");
+		assert_line(text, "vigil_chain_requeues_total 1");
+		assert_line(text, "vigil_chain_time_seconds{cause=\"between_attempts\"} 20.000");
+		assert_line(text, "vigil_attempt_time_seconds{attempt=\"1\",cause=\"detection\"} 2.000");
+		free(text);
+	}
+	/* the timeline: a bar per attempt, the gap, the fault, the requeue */
+	text = capture_svg(r);
+	assert_non_null(strstr(text, "height=\"740\""));
+	assert_int_equal(count(text, "class=\"tl-label\""), 2);
+	assert_int_equal(count(text, "class=\"seg productive\""), 2);
+	assert_int_equal(count(text, "class=\"seg between_attempts\""), 1);
+	assert_int_equal(count(text, "class=\"fault\""), 1);
+	assert_int_equal(count(text, "class=\"requeue\""), 1);
+	assert_non_null(strstr(text, "ETTR 44.4 %"));
+	free(text);
+	cJSON_Delete(o);
+	report_free(r);
+}
+
 int
 main(void)
 {
@@ -777,6 +907,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_command, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_series_plot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_series_weights, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_chain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_chain_redone, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
