@@ -124,7 +124,7 @@ finish_conclude(struct job *j)
 	if (j->perf) {
 		jobperf_series(j->perf);
 		jobperf_account(j->perf, chain_key(j, chain, sizeof(chain)),
-		                util_wall_s() - (now - j->t0), j->alloc_start);
+		                util_wall_s() - (now - j->t0), j->alloc_start, j->alloc_eligible);
 	}
 	finish_usage_event(j, now, true);
 	jobfiles_write(j, now);

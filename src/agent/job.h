@@ -45,6 +45,7 @@ struct job {
 	double t0;                   /* the agent's start, on the loop's clock */
 	double alloc_start;          /* coordinator: Slurm's start of this allocation (s since
 	                              * the epoch), 0: unknown (job_ask_alloc_start()) */
+	double alloc_eligible;       /* and when the job became eligible to start, 0: unknown */
 	enum phase phase;            /* changed by job_step() only */
 	struct loop_timer *phase_timer;  /* ends the current phase if peers are late */
 

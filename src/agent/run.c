@@ -719,16 +719,17 @@ job_ask_alloc_start(struct job *j)
 {
 	const char *id = getenv("SLURM_JOB_ID");
 	char why[512] = "";
-	time_t start;
+	time_t start, eligible;
 
 	if (j->rank != 0 || !id || !*id)
 		return;
-	if (slurm_job_start_time(id, END_TIME_TIMEOUT_S, &start, why, sizeof(why)) < 0) {
+	if (slurm_job_start_time(id, END_TIME_TIMEOUT_S, &start, &eligible, why, sizeof(why)) < 0) {
 		LOG_WARN("no allocation start from Slurm (the gap before this attempt counts "
 		         "the batch script's start too): %s", why);
 		return;
 	}
 	j->alloc_start = (double)start;
+	j->alloc_eligible = (double)eligible;
 }
 
 /* The coordinator, every END_TIME_EVERY_S: the end time again, in case it

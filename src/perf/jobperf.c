@@ -277,7 +277,8 @@ jobperf_series(struct jobperf *jp)
 }
 
 void
-jobperf_account(struct jobperf *jp, const char *chain, double started, double alloc_start)
+jobperf_account(struct jobperf *jp, const char *chain, double started, double alloc_start,
+                double alloc_eligible)
 {
 	cJSON *d;
 	char msg[160];
@@ -286,7 +287,9 @@ jobperf_account(struct jobperf *jp, const char *chain, double started, double al
 		return;
 	if ((chain && !cJSON_AddStringToObject(d, "chain", chain)) ||
 	    !cJSON_AddNumberToObject(d, "started", started) ||
-	    (alloc_start > 0 && !cJSON_AddNumberToObject(d, "allocation_started", alloc_start))) {
+	    (alloc_start > 0 && !cJSON_AddNumberToObject(d, "allocation_started", alloc_start)) ||
+	    (alloc_eligible > 0 &&
+	     !cJSON_AddNumberToObject(d, "allocation_eligible", alloc_eligible))) {
 		cJSON_Delete(d);
 		return;
 	}

@@ -149,10 +149,12 @@ void jobperf_series(struct jobperf *jp);
  * time at the median pace and waiting for the slowest node, the dates of
  * the first and last iterations), with CHAIN (NULL: none), the key that
  * joins the attempts of one job across requeues, and STARTED, when the
- * agent started (seconds since the epoch), and ALLOC_START, when Slurm
- * started the allocation (0: unknown), for `vigil report`.
+ * agent started (seconds since the epoch), ALLOC_START, when Slurm
+ * started the allocation, and ALLOC_ELIGIBLE, when the job became
+ * eligible to start (each 0: unknown), for `vigil report`.
  */
-void jobperf_account(struct jobperf *jp, const char *chain, double started, double alloc_start);
+void jobperf_account(struct jobperf *jp, const char *chain, double started, double alloc_start,
+                     double alloc_eligible);
 
 /*
  * Coordinator: rewrite the --metrics file (unless FORCE, at most once a

@@ -594,24 +594,29 @@ slurm_job_end_time(const char *jobid, double timeout_s, time_t *end,
 }
 
 int
-slurm_job_start_time(const char *jobid, double timeout_s, time_t *start,
+slurm_job_start_time(const char *jobid, double timeout_s, time_t *start, time_t *eligible,
                      char *err, size_t errlen)
 {
-	char o[] = "-o", s[] = "%S", out[1024], what[64], *last, *endp;
-	long long v;
+	char o[] = "-O", f[] = "StartTime,EligibleTime", out[1024], what[64], *last, *endp, *e;
+	long long v, el;
 	int rc;
 
-	rc = squeue_job(jobid, o, s, timeout_s, out, sizeof(out), &last, what, sizeof(what),
+	rc = squeue_job(jobid, o, f, timeout_s, out, sizeof(out), &last, what, sizeof(what),
 	                err, errlen);
 	if (rc < 0)
 		return rc;
 	errno = 0;
 	v = strtoll(last, &endp, 10);
-	if (endp == last || *endp || errno || v <= 0 || v > (long long)time(NULL) + 60) {
+	if (endp == last || (*endp && !isspace((unsigned char)*endp)) || errno || v <= 0 ||
+	    v > (long long)time(NULL) + 60) {
 		set_err(err, errlen, "%s: \"%.40s\" is no start time", what, last);
 		return -EPROTO;
 	}
 	*start = (time_t)v;
+	/* "N/A" or "Unknown" where Slurm has none */
+	errno = 0;
+	el = strtoll(endp, &e, 10);
+	*eligible = e == endp || *e || errno || el <= 0 || el > v ? 0 : (time_t)el;
 	return 0;
 }
 

@@ -86,11 +86,15 @@ int slurm_job_end_time(const char *jobid, double timeout_s, time_t *end,
 
 /*
  * When job JOBID's allocation started (this run of it, for a requeued
- * job): `squeue -h -j JOBID -o %S` with SLURM_TIME_FORMAT=%s.  JOBID is
- * digits only.  Returns 0 with *START set, or a negative errno as above
- * (-EPROTO: not a time, or one in the future).
+ * job), and when it became eligible to start: `squeue -h -j JOBID -O
+ * StartTime,EligibleTime` with SLURM_TIME_FORMAT=%s.  A requeued job
+ * becomes eligible once Slurm's requeue delay has passed; from then to
+ * its start it waited in the queue.  JOBID is digits only.  Returns 0
+ * with *START set, and *ELIGIBLE (0 when Slurm gave none, or one after
+ * the start), or a negative errno as above (-EPROTO: the start is not a
+ * time, or one in the future).
  */
-int slurm_job_start_time(const char *jobid, double timeout_s, time_t *start,
+int slurm_job_start_time(const char *jobid, double timeout_s, time_t *start, time_t *eligible,
                          char *err, size_t errlen);
 
 /*

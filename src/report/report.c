@@ -188,8 +188,8 @@ new_run(struct report *r)
 	r->nfaults_at = 0;
 	r->unconfirmed = false;
 	r->marks = (struct cost_marks){
-		.alloc = NAN, .start = NAN, .verdict = NAN, .staged = NAN, .it_first_end = NAN,
-		.it_first_ms = NAN, .it_last_end = NAN, .fault = NAN, .ckpt = NAN,
+		.alloc = NAN, .eligible = NAN, .start = NAN, .verdict = NAN, .staged = NAN,
+		.it_first_end = NAN, .it_first_ms = NAN, .it_last_end = NAN, .fault = NAN, .ckpt = NAN,
 		.exit_last = NAN, .stop = NAN, .end = NAN, .iterations = NAN,
 		.median_ms = NAN, .max_ms = NAN,
 	};
@@ -412,6 +412,7 @@ take_account(struct report *r, const cJSON *d)
 	double started = jnum(d, "started");
 
 	m->alloc = jnum(d, "allocation_started");
+	m->eligible = jnum(d, "allocation_eligible");
 	m->iterations = jnum(d, "iterations");
 	m->median_ms = jnum(d, "median_ms");
 	m->max_ms = jnum(d, "max_ms");

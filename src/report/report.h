@@ -50,9 +50,11 @@
  *     [{state, started (the allocation's start when known, else
  *     agent_started), agent_started, allocation_started, ended (seconds
  *     since the epoch), seconds,
- *     gap_before_s, iterations, redone_iterations, checkpoint_confirmed,
+ *     gap_before_s, requeue_delay_s and queue_wait_s (the gap split at
+ *     Slurm's eligible time of the attempt's allocation), iterations, redone_iterations, checkpoint_confirmed,
  *     split_s {launch, precheck, staging, start, productive, straggler, detection,
  *     checkpoint, stop, redone, other}}], elapsed_s, productive_s, ettr,
+ *     requeue_delay_s, queue_wait_s (null when some gap is not split),
  *     seconds {the causes and between_attempts}, shares {the same / elapsed}.
  *     The chain is the runs of the log with the last run's key (the
  *     "account" event's: Slurm's job id, or the --state file); a run

@@ -135,6 +135,24 @@ cost_split(struct cost_attempt *a)
 	}
 }
 
+/*
+ * A's gap, from the attempt before's END, split at A's allocation's
+ * eligible time: both NAN without one or without Slurm's start (the gap
+ * then also holds the batch script's start), the date bounded by the gap.
+ */
+static void
+split_gap(struct cost_attempt *a, double end)
+{
+	double el = a->m.eligible, gap = a->secs[COST_GAP];
+
+	if (isnan(el) || isnan(a->m.alloc) || !(a->m.alloc < a->m.start)) {
+		a->requeue_s = a->queue_s = NAN;
+		return;
+	}
+	a->requeue_s = el - end < 0 ? 0 : el - end > gap ? gap : el - end;
+	a->queue_s = gap - a->requeue_s;
+}
+
 void
 cost_chain(struct cost_attempt *a, size_t n, struct cost_chain *out)
 {
@@ -144,11 +162,15 @@ cost_chain(struct cost_attempt *a, size_t n, struct cost_chain *out)
 		a[k].secs[COST_GAP] = 0;
 		a[k].secs[COST_REDONE] = 0;
 		a[k].redone_iters = 0;
+		a[k].requeue_s = a[k].queue_s = 0;
 		if (k > 0) {
 			const struct cost_attempt *p = &a[k - 1];
 			double gap = attempt_start(&a[k].m) - p->m.end;
 
 			a[k].secs[COST_GAP] = gap > 0 ? gap : 0;
+			split_gap(&a[k], p->m.end);
+			out->requeue_s += a[k].requeue_s;
+			out->queue_s += a[k].queue_s;
 			/* what the attempt before did after its last confirmed
 			 * checkpoint: all of it, when it saved none */
 			if (!p->m.saved && p->m.iterations > 0 && p->m.median_ms > 0) {

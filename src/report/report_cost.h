@@ -31,7 +31,10 @@
  * did not succeed), at
  * that attempt's median pace, taken from this attempt's productive time.
  * The chain adds the gaps between attempts (requeue delay, queue wait;
- * the batch script too when Slurm's start is unknown) and its ETTR = productive time / elapsed time, from
+ * the batch script too when Slurm's start is unknown), each split at the
+ * next allocation's eligible time when Slurm gave it: the requeue delay
+ * (Slurm holds a requeued job back, 120 s by default) before it, the
+ * wait in the queue after it, and its ETTR = productive time / elapsed time, from
  * the first attempt's start to the last one's end.  An attempt's start
  * below is its allocation's when known.
  */
@@ -54,9 +57,11 @@ enum cost_cause {
 extern const char *const cost_names[COST_N];
 
 /* An attempt's dates (seconds since the epoch; NAN: the log has none);
- * ALLOC is Slurm's start of the allocation, when the account has it. */
+ * ALLOC is Slurm's start of the allocation, ELIGIBLE when the job became
+ * eligible to start (after a requeue, once Slurm's requeue delay had
+ * passed), when the account has them. */
 struct cost_marks {
-	double alloc, start, verdict, staged, it_first_end, it_first_ms, it_last_end;
+	double alloc, eligible, start, verdict, staged, it_first_end, it_first_ms, it_last_end;
 	double fault, ckpt, exit_last, stop, end;
 	double iterations, median_ms, max_ms;   /* the "account"; NAN without one */
 	bool saved;             /* a checkpoint was confirmed on every node told to save,
@@ -74,6 +79,9 @@ struct cost_seg {
 struct cost_attempt {
 	struct cost_marks m;
 	double secs[COST_N];    /* the split; secs[COST_GAP]: the gap before it */
+	double requeue_s;       /* the gap before it, to its allocation's eligible time */
+	double queue_s;         /* and from then to its allocation's start (both NAN:
+	                         * not known, 0 for the first attempt) */
 	double wall;
 	double redone_iters;
 	struct cost_seg segs[COST_SEGS];
@@ -88,6 +96,7 @@ void cost_split(struct cost_attempt *a);
 struct cost_chain {
 	double t0;                              /* the first attempt's start */
 	double elapsed, secs[COST_N], ettr;     /* ettr NAN when nothing elapsed */
+	double requeue_s, queue_s;              /* the gaps split; NAN when one is not */
 };
 
 /*

@@ -137,6 +137,7 @@ attempt_json(const struct cost_attempt *a)
 	    !add_num(o, "allocation_started", a->m.alloc) ||
 	    !add_num(o, "ended", a->m.end) || !add_num(o, "seconds", a->wall) ||
 	    !add_num(o, "gap_before_s", a->secs[COST_GAP]) ||
+	    !add_num(o, "requeue_delay_s", a->requeue_s) || !add_num(o, "queue_wait_s", a->queue_s) ||
 	    !add_num(o, "iterations", a->m.iterations) ||
 	    !add_num(o, "redone_iterations", a->redone_iters) ||
 	    !cJSON_AddBoolToObject(o, "checkpoint_confirmed", a->m.saved))
@@ -164,6 +165,7 @@ chain_json(const struct report *r)
 			goto fail;
 	if (!add_num(o, "elapsed_s", c->elapsed) ||
 	    !add_num(o, "productive_s", c->secs[COST_PRODUCTIVE]) || !add_num(o, "ettr", c->ettr) ||
+	    !add_num(o, "requeue_delay_s", c->requeue_s) || !add_num(o, "queue_wait_s", c->queue_s) ||
 	    !(x = causes_json(c->secs, 0, true)) || !cJSON_AddItemToObject(o, "seconds", x))
 		goto fail;
 	if (c->elapsed > 0 &&

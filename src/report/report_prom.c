@@ -45,6 +45,14 @@ report_metrics(const struct report *r, FILE *out)
 	metrics_put_family(out, "vigil_chain_time_seconds", "gauge", "The chain's time by what it was spent on.");
 	for (int k = 0; k < COST_N; k++)
 		fprintf(out, "vigil_chain_time_seconds{cause=\"%s\"} %.3f\n", cost_names[k], c->secs[k]);
+	if (r->natts > 1 && !isnan(c->requeue_s)) {
+		metrics_put_family(out, "vigil_chain_between_attempts_seconds", "gauge",
+		       "The time between attempts, split at Slurm's eligible time of each.");
+		fprintf(out, "vigil_chain_between_attempts_seconds{part=\"requeue_delay\"} %.3f\n",
+		        c->requeue_s);
+		fprintf(out, "vigil_chain_between_attempts_seconds{part=\"queue_wait\"} %.3f\n",
+		        c->queue_s);
+	}
 	metrics_put_family(out, "vigil_attempt_time_seconds", "gauge",
 	       "Each attempt's time by what it was spent on (attempt 1 is the first).");
 	for (size_t i = 0; i < r->natts; i++)

@@ -268,8 +268,11 @@ print_time(FILE *out, const struct report *r)
 		const struct cost_attempt *a = &r->atts[i];
 		char key[32];
 
-		if (i > 0)
+		if (i > 0 && isnan(a->requeue_s))
 			fprintf(out, KEY "%.3f s\n", "  gap:", a->secs[COST_GAP]);
+		else if (i > 0)
+			fprintf(out, KEY "%.3f s (requeue delay %.3f s, queue wait %.3f s)\n", "  gap:",
+			        a->secs[COST_GAP], a->requeue_s, a->queue_s);
 		snprintf(key, sizeof(key), "  attempt %zu:", i + 1);
 		fprintf(out, KEY "%s, %.3f s: ", key, a->state, a->wall);
 		print_causes(out, a->secs, 0);

@@ -17,7 +17,9 @@
 # the detection from the last iteration to the crash's event within 0.3 s,
 # the checkpoint from the signal to the last exit within 1 s; each
 # attempt's start Slurm's start of its allocation (the last one's as
-# scontrol says, within 1 s), the gaps at least Slurm's requeue delay; the chain's ETTR within 0.02 of the probe's
+# scontrol says, within 1 s), the gaps at least Slurm's requeue delay and
+# split at Slurm's eligible time (the last one's as scontrol says, within
+# 1 s) into that delay and the queue wait; the chain's ETTR within 0.02 of the probe's
 # productive time over the chain's elapsed time.  The plot's timeline is
 # rendered with rsvg-convert and its bars, marks and colours checked in
 # the image; --metrics passes promtool.
@@ -60,9 +62,10 @@ expect_eq "vigil report" 0 "$?"
 
 # the split against the probe's clock; the last run's start against Slurm's
 slurm_start=$(date -d "$(sl_job_field "$id" StartTime)" +%s)
-got=$(python3 - "$W/report.json" "$P" "$EV" "$id" "$slurm_start" <<'PY'
+slurm_eligible=$(date -d "$(sl_job_field "$id" EligibleTime)" +%s)
+got=$(python3 - "$W/report.json" "$P" "$EV" "$id" "$slurm_start" "$slurm_eligible" <<'PY'
 import json, statistics, sys
-rep, pdir, ev, jid, slurm_start = sys.argv[1:]
+rep, pdir, ev, jid, slurm_start, slurm_eligible = sys.argv[1:]
 chain = json.load(open(rep))["chain"]
 events = [json.loads(l) for l in open(ev) if l.strip()]
 def t(e):
@@ -110,6 +113,17 @@ for a in range(3):
         near("attempt 1: checkpoint", s["checkpoint"], end - sig, 1.0)
     if a > 0 and atts[a]["gap_before_s"] < 10:
         bad.append("attempt %d: a gap of %.3f s, under Slurm's requeue delay" % (a, atts[a]["gap_before_s"]))
+    # the gap split at Slurm's eligible time: the requeue delay (the
+    # cluster's cred_expire, 10 s, + 1) before it, the queue after
+    rq, qw = atts[a]["requeue_delay_s"], atts[a]["queue_wait_s"]
+    if a > 0 and (rq is None or qw is None or not 10 <= rq <= 20 or qw < 0 or
+                  abs(rq + qw - atts[a]["gap_before_s"]) > 0.01):
+        bad.append("attempt %d: the gap of %.3f s split as %s + %s" % (a, atts[a]["gap_before_s"], rq, qw))
+near("attempt 2: the requeue delay", atts[2]["requeue_delay_s"],
+     int(slurm_eligible) - atts[1]["ended"], 1.0)
+if chain["requeue_delay_s"] is None or abs(chain["requeue_delay_s"] + chain["queue_wait_s"] -
+                                          atts[1]["gap_before_s"] - atts[2]["gap_before_s"]) > 0.01:
+    bad.append("chain: the gaps split as %s + %s" % (chain["requeue_delay_s"], chain["queue_wait_s"]))
     if not (atts[a]["allocation_started"] or 0) <= atts[a]["agent_started"] or s["launch"] <= 0:
         bad.append("attempt %d: no launch from the allocation's start" % a)
 near("attempt 2: the allocation's start", atts[2]["allocation_started"], int(slurm_start), 1.0)
@@ -155,6 +169,11 @@ out=$(promtool check metrics <"$W/chain.prom" 2>&1)
 expect_eq "metrics: promtool passes, no lint" "0 " "$? $out"
 expect_match "metrics: the chain's attempts and ETTR" \
 	'vigil_chain_attempts 3.*vigil_chain_ettr_ratio 0\.[0-9]+' "$(tr '\n' ' ' <"$W/chain.prom")"
+expect_match "metrics: the gaps split" \
+	'between_attempts_seconds\{part="requeue_delay"\} [0-9.]+ vigil_chain_between_attempts_seconds\{part="queue_wait"\}' \
+	"$(tr '\n' ' ' <"$W/chain.prom")"
+expect_match "text: the gap split" 'gap: +[0-9.]+ s \(requeue delay [0-9.]+ s, queue wait [0-9.]+ s\)' \
+	"$("$VIGIL" report "$EV")"
 
 sl_down || fail "the cluster left something behind"
 finish

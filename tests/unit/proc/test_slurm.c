@@ -605,24 +605,49 @@ test_job_end_time_argv(void **state)
 	assert_int_equal(slurm_job_end_time("1234", 5, &end, f->err, sizeof(f->err)), 0);
 }
 
-/* The allocation's start: squeue's %S as seconds since 1970; not a time,
- * one in the future or a job id that is no number: refused. */
+/* The allocation's start and when it became eligible: squeue's StartTime
+ * and EligibleTime as seconds since 1970; a start that is not a time, one
+ * in the future or a job id that is no number: refused; an eligible time
+ * that is none, or after the start: 0. */
 static void
 test_job_start_time(void **state)
 {
 	struct fixture *f = *state;
-	time_t start = 0;
+	time_t start = 0, eligible = 1;
 
-	setenv("FAKE_SQUEUE_OUT", "1782900000", 1);
-	assert_int_equal(slurm_job_start_time("1234", 5, &start, f->err, sizeof(f->err)), 0);
+	setenv("FAKE_SQUEUE_OUT", "1782900000          1782899880          ", 1);
+	assert_int_equal(slurm_job_start_time("1234", 5, &start, &eligible, f->err,
+	                                      sizeof(f->err)), 0);
 	assert_int_equal(start, 1782900000);
-	assert_string_equal(read_log(f), "-h\n-j\n1234\n-o\n%S\n-- SLURM_TIME_FORMAT=%s\n");
-	setenv("FAKE_SQUEUE_OUT", "N/A", 1);
-	assert_int_equal(slurm_job_start_time("1234", 5, &start, f->err, sizeof(f->err)), -EPROTO);
+	assert_int_equal(eligible, 1782899880);
+	assert_string_equal(read_log(f),
+	                    "-h\n-j\n1234\n-O\nStartTime,EligibleTime\n-- SLURM_TIME_FORMAT=%s\n");
+	setenv("FAKE_SQUEUE_OUT", "1782900000          Unknown", 1);
+	assert_int_equal(slurm_job_start_time("1234", 5, &start, &eligible, f->err,
+	                                      sizeof(f->err)), 0);
+	assert_int_equal(eligible, 0);
+	setenv("FAKE_SQUEUE_OUT", "1782900000 1782900001", 1);
+	eligible = 1;
+	assert_int_equal(slurm_job_start_time("1234", 5, &start, &eligible, f->err,
+	                                      sizeof(f->err)), 0);
+	assert_int_equal(eligible, 0);
+	setenv("FAKE_SQUEUE_OUT", "1782900000", 1);
+	eligible = 1;
+	assert_int_equal(slurm_job_start_time("1234", 5, &start, &eligible, f->err,
+	                                      sizeof(f->err)), 0);
+	assert_int_equal(eligible, 0);
+	setenv("FAKE_SQUEUE_OUT", "N/A                 1782899880", 1);
+	assert_int_equal(slurm_job_start_time("1234", 5, &start, &eligible, f->err,
+	                                      sizeof(f->err)), -EPROTO);
 	assert_non_null(strstr(f->err, "N/A"));
+	setenv("FAKE_SQUEUE_OUT", "1782900000x", 1);
+	assert_int_equal(slurm_job_start_time("1234", 5, &start, &eligible, f->err,
+	                                      sizeof(f->err)), -EPROTO);
 	setenv("FAKE_SQUEUE_OUT", "99999999999", 1);
-	assert_int_equal(slurm_job_start_time("1234", 5, &start, f->err, sizeof(f->err)), -EPROTO);
-	assert_int_equal(slurm_job_start_time("1 2", 5, &start, f->err, sizeof(f->err)), -EINVAL);
+	assert_int_equal(slurm_job_start_time("1234", 5, &start, &eligible, f->err,
+	                                      sizeof(f->err)), -EPROTO);
+	assert_int_equal(slurm_job_start_time("1 2", 5, &start, &eligible, f->err,
+	                                      sizeof(f->err)), -EINVAL);
 	assert_int_equal(start, 1782900000);
 }
 

@@ -17,7 +17,7 @@ static struct cost_marks
 none(void)
 {
 	return (struct cost_marks){
-		.alloc = NAN, .start = NAN, .verdict = NAN, .staged = NAN, .it_first_end = NAN,
+		.alloc = NAN, .eligible = NAN, .start = NAN, .verdict = NAN, .staged = NAN, .it_first_end = NAN,
 		.it_first_ms = NAN, .it_last_end = NAN, .fault = NAN, .ckpt = NAN,
 		.exit_last = NAN, .stop = NAN, .end = NAN, .iterations = NAN,
 		.median_ms = NAN, .max_ms = NAN,
@@ -183,6 +183,48 @@ test_alloc(void **state)
 	assert_float_equal(a[0].wall, 43, 1e-9);
 }
 
+/* The gap split at the eligible time of the next allocation: the requeue
+ * delay before it, the queue wait after; bounded by the gap; not split
+ * without the eligible time or Slurm's start. */
+static void
+test_gap_split(void **state)
+{
+	const double el[] = { 1050, 1030, 1070 }, requeue[] = { 7, 0, 14 };
+	struct cost_attempt a[3];
+	struct cost_chain c;
+
+	(void)state;
+	for (int k = 0; k < 3; k++) {
+		a[0] = faulted(1000);
+		a[0].m.alloc = 996;
+		a[1] = faulted(1060);
+		a[1].m.alloc = 1057;
+		a[1].m.eligible = el[k];
+		for (int i = 0; i < 2; i++)
+			cost_split(&a[i]);
+		cost_chain(a, 2, &c);
+		assert_float_equal(a[0].requeue_s, 0, 0);
+		assert_float_equal(a[1].requeue_s, requeue[k], 1e-9);
+		assert_float_equal(a[1].queue_s, 14 - requeue[k], 1e-9);
+		assert_float_equal(c.requeue_s, requeue[k], 1e-9);
+		assert_float_equal(c.queue_s, 14 - requeue[k], 1e-9);
+	}
+	/* a third attempt without an eligible time: the chain's split unknown */
+	a[2] = faulted(1120);
+	a[2].m.alloc = 1110;
+	cost_split(&a[2]);
+	cost_chain(a, 3, &c);
+	assert_true(isnan(a[2].requeue_s) && isnan(a[2].queue_s));
+	assert_true(isnan(c.requeue_s) && isnan(c.queue_s));
+	assert_float_equal(a[2].secs[COST_GAP], 1110 - 1103, 1e-9);
+	/* an eligible time without Slurm's start: not split either */
+	a[2].m.alloc = NAN;
+	a[2].m.eligible = 1105;
+	cost_split(&a[2]);
+	cost_chain(a, 3, &c);
+	assert_true(isnan(a[2].requeue_s));
+}
+
 int
 main(void)
 {
@@ -191,6 +233,7 @@ main(void)
 		cmocka_unit_test(test_odd_dates),
 		cmocka_unit_test(test_chain),
 		cmocka_unit_test(test_alloc),
+		cmocka_unit_test(test_gap_split),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
