@@ -29,6 +29,7 @@ struct rec {
 	char said[16][300];
 	int nsaid;
 	char names[4][8];
+	cJSON *account;    /* the "account" event's details */
 };
 
 static int
@@ -58,13 +59,16 @@ static void
 event(void *arg, const char *node, int rank, const char *kind, const char *severity,
       const char *message, cJSON *details)
 {
-	(void)arg;
+	struct rec *r = arg;
+
 	(void)node;
 	(void)rank;
-	(void)kind;
 	(void)severity;
 	(void)message;
-	cJSON_Delete(details);
+	if (strcmp(kind, "account") == 0 && !r->account)
+		r->account = details;
+	else
+		cJSON_Delete(details);
 }
 
 static void
@@ -109,6 +113,7 @@ teardown(void **state)
 	struct fix *f = *state;
 
 	jobperf_free(f->jp);
+	cJSON_Delete(f->rec.account);
 	peer_finalize(f->p, true);
 	free(f);
 	return 0;
@@ -170,22 +175,18 @@ num(cJSON *o, const char *key)
 	return v->valuedouble;
 }
 
+/*
+ * ITERS iterations of Horovod mode on two nodes of 2 slots: the inner
+ * mpirun's processes 0, 1 run on n0, 2 and 3 on n1, and n1's are 3 times
+ * slower; all their lines reach n0's agent, tagged (n1's first when
+ * N1_FIRST).  An interval every 5 iterations, then the end.
+ */
 static void
-test_horovod_attribution(void **state)
+horovod_lines(struct fix *f, int iters, bool n1_first)
 {
-	struct fix *f = *state;
-	static const int members[] = { 0, 1 }, procs[] = { 2, 2 };
-	struct jobperf_attempt a = { 0, members, 2, procs, true };
-	cJSON *r, *nodes;
-	int found = 0;
-
-	/* Two nodes of 2 slots: the inner mpirun's processes 0, 1 run on
-	 * n0, 2 and 3 on n1, and n1's are 3 times slower; all their lines
-	 * reach n0's agent, tagged. */
-	start(f, 2);
-	assert_int_equal(jobperf_set_attempt(f->jp, &a), 0);
-	for (int i = 1; i <= 30; i++) {
-		for (int p = 0; p < 4; p++) {
+	for (int i = 1; i <= iters; i++) {
+		for (int k = 0; k < 4; k++) {
+			int p = n1_first ? 3 - k : k;
 			char tag[32];
 
 			snprintf(tag, sizeof(tag), "[1,%d]<stdout>:", p);
@@ -195,6 +196,20 @@ test_horovod_attribution(void **state)
 			interval(f);
 	}
 	finish(f);
+}
+
+static void
+test_horovod_attribution(void **state)
+{
+	struct fix *f = *state;
+	static const int members[] = { 0, 1 }, procs[] = { 2, 2 };
+	struct jobperf_attempt a = { 0, members, 2, procs, true };
+	cJSON *r, *nodes;
+	int found = 0;
+
+	start(f, 2);
+	assert_int_equal(jobperf_set_attempt(f->jp, &a), 0);
+	horovod_lines(f, 30, false);
 	assert_int_equal(f->rec.alerts, 1);
 	for (int i = 0; i < f->rec.nsaid; i++)
 		found += strcmp(f->rec.said[i], "vigil: performance alert: n1 e2e 300 ms is 200% "
@@ -207,6 +222,29 @@ test_horovod_attribution(void **state)
 	assert_true(fabs(num(cJSON_GetArrayItem(nodes, 1), "median_e2e_ms") / 300 - 1) <= 0.01);
 	assert_int_equal(num(cJSON_GetArrayItem(nodes, 1), "samples"), 30);
 	cJSON_Delete(r);
+}
+
+/* Horovod mode: the iterations are dated by the coordinator's own node's
+ * processes, whose lines come tagged like the others' (n1's, 3 times
+ * slower, come first), not by every tagged line, nor by none. */
+static void
+test_horovod_account(void **state)
+{
+	struct fix *f = *state;
+	static const int members[] = { 0, 1 }, procs[] = { 2, 2 };
+	struct jobperf_attempt a = { 0, members, 2, procs, true };
+	cJSON *d;
+
+	start(f, 2);
+	assert_int_equal(jobperf_set_attempt(f->jp, &a), 0);
+	horovod_lines(f, 10, true);
+	jobperf_account(f->jp, NULL, 1, 0, 0);
+	d = f->rec.account;
+	assert_non_null(d);
+	assert_int_equal(num(d, "iterations"), 10);
+	assert_true(num(d, "first_iteration_end") > 0);
+	assert_true(num(d, "last_iteration_end") >= num(d, "first_iteration_end"));
+	assert_true(fabs(num(d, "first_iteration_ms") - 100) < 1e-9);
 }
 
 static void
@@ -348,6 +386,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_horovod_attribution, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_horovod_account, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_final_catches_up, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_goes_on, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_wakeups, setup, teardown),
