@@ -1367,6 +1367,22 @@ static void
 time_limit(struct coord *c, double now)
 {
 	c->limit_fired = true;
+	if (c->restart_wanted && c->phase != COORD_RUNNING) {
+		size_t len = strlen(c->end_reason);
+
+		/* a recovery under way (a spare's, elastic, a restart) would
+		 * start the training again past the limit, where the batch
+		 * system ends it unsaved: the save or stop already asked for
+		 * ends the job instead */
+		c->restart_wanted = false;
+		c->end_code = VIGIL_EXIT_EXPIRED;
+		coord_say(c, "vigil: the time limit is near: the job ends after this %s, "
+		          "without starting again", c->phase == COORD_CHECKPOINTING ? "checkpoint" :
+		          "stop");
+		snprintf(c->end_reason + len, sizeof(c->end_reason) - len,
+		         "; then the time limit came near");
+		return;
+	}
 	if (c->o.resume) {
 		checkpoint(c, "the time limit is near", VIGIL_EXIT_EXPIRED, now);
 	} else if (can(c, COORD_EV_STOP)) {

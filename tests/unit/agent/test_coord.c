@@ -1544,6 +1544,39 @@ test_time_limit_without_resume(void **state)
 	assert_string_equal(coord_state(f->c), VIGIL_STATE_EXPIRED);
 }
 
+/*
+ * The time limit comes near while a spare takes a failed node's place:
+ * the save under way ends the job (expired), nothing starts again past
+ * the limit; with --resume and without, at the save or at the stop.
+ */
+static void
+test_time_limit_during_recovery(void **state)
+{
+	struct fx *f = *state;
+
+	for (int resume = 0; resume < 2; resume++) {
+		fresh(f, 4);
+		f->o.spares = 1;
+		f->o.resume = resume;
+		start(f, 0, 0);
+		idle(f, 3, 1);
+		coord_set_time_limit(f->c, resume ? 100 : 42);
+		all_heard(f, 30);
+		note(f, 1, 0, "fail", 30);
+		assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+		all_heard(f, 40);
+		coord_tick(f->c, resume ? 40 : 42);  /* the lead: 60 s before the end */
+		assert_true(said(&f->rec, "the time limit is near: the job ends after this "
+		                 "checkpoint, without starting again"));
+		for (int k = 0; k < 3; k++)
+			result(f, k, 0, 0, 43);
+		assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+		assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_EXPIRED);
+		assert_string_equal(coord_state(f->c), VIGIL_STATE_EXPIRED);
+		assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,3,2]"), 0);
+	}
+}
+
 /* ---- the coordinator's own troubles ------------------------------------------------------ */
 
 /* Stopped for longer than the timeout, then back: nobody is blamed. */
@@ -2117,6 +2150,7 @@ main(void)
 		T(test_time_limit_with_resume),
 		T(test_time_limit_moves),
 		T(test_time_limit_without_resume),
+		T(test_time_limit_during_recovery),
 		T(test_stall_blames_nobody),
 		T(test_isolated_coordinator_names_itself),
 		T(test_two_nodes_peer_lost),
