@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """ettr_probe.py - a training that writes down its own time, for the test of
-where a job's time went (slurm_ettr.sh).
+where a job's time went (slurm_ettr.sh) and the benchmark of a spare
+against a requeue (tests/bench/bench_spares.sh).
 
 Stdlib only.  Run on every node of a job (RANK, WORLD_SIZE from vigil's
-PyTorch mode; the attempt from SLURM_RESTART_COUNT): it resumes from the
+PyTorch mode; the attempt from SLURM_RESTART_COUNT, and ".rN" after it
+for vigil's restart N within it, as with a spare): it resumes from the
 checkpoint in DIR (the iteration rank 0 saved), then runs iterations of
 ITER_MS each until iteration ITERS, in step with the other ranks (each
 iteration ends when every rank computed it, told through files in DIR: a
 collective, whose wait is part of the iteration; a rank that crashed
 leaves the others waiting, as a collective does), and
 prints vigil's timing line for each.  Rank CRASH_RANK crashes at the start
-of iteration CRASH_AT in attempt 0.  SIGUSR1 saves (rank 0 writes the
+of iteration CRASH_AT in attempt 0 (not after a restart).  SIGUSR1 saves (rank 0 writes the
 checkpoint) and exits 0.
 
 Its ground truth, one line each, by its own clock (seconds since the
@@ -30,8 +32,11 @@ def main():
     d, iters, iter_ms, crash_rank, crash_at = sys.argv[1], int(sys.argv[2]), \
         float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    attempt = int(os.environ.get("SLURM_RESTART_COUNT", "0"))
-    truth = open(os.path.join(d, "truth.%d.%d" % (attempt, rank)), "a", buffering=1)
+    restart = int(os.environ.get("VIGIL_RESTART_COUNT", "0"))
+    attempt = "%d" % int(os.environ.get("SLURM_RESTART_COUNT", "0"))
+    if restart:
+        attempt += ".r%d" % restart
+    truth = open(os.path.join(d, "truth.%s.%d" % (attempt, rank)), "a", buffering=1)
     truth.write("start %.6f\n" % time.time())
     ckpt = os.path.join(d, "ckpt")
     done = int(open(ckpt).read()) if os.path.exists(ckpt) else 0
@@ -53,18 +58,18 @@ def main():
 
     def progress(r):
         try:
-            return int(open(os.path.join(d, "progress.%d.%d" % (attempt, r))).read())
+            return int(open(os.path.join(d, "progress.%s.%d" % (attempt, r))).read())
         except (OSError, ValueError):
             return done
 
     for it in range(done + 1, iters + 1):
         t0 = time.time()
-        if attempt == 0 and rank == crash_rank and it == crash_at:
+        if attempt == "0" and rank == crash_rank and it == crash_at:
             truth.write("crash %d %.6f\n" % (it, t0))
             print("RuntimeError: simulated crash at iteration %d" % it, flush=True)
             os._exit(1)
         time.sleep(iter_ms / 1000)  # the computation
-        tmp = os.path.join(d, "progress.%d.%d.tmp" % (attempt, rank))
+        tmp = os.path.join(d, "progress.%s.%d.tmp" % (attempt, rank))
         with open(tmp, "w") as f:
             f.write("%d" % it)
         os.rename(tmp, tmp[:-4])

@@ -17,7 +17,8 @@ PASCAL="$TOPO_DIR/mpibind-cts1-pascal.xml"
 PASCAL_GPUS="0000:04:00.0 0000:07:00.0"
 
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/vigil-it.XXXXXX")
-cleanup_scratch() { rm -rf "$SCRATCH"; }
+TORCH_TMP=""
+cleanup_scratch() { rm -rf "$SCRATCH" ${TORCH_TMP:+"$TORCH_TMP"}; }
 trap cleanup_scratch EXIT
 
 # Open MPI refuses root unless told; CI runs as root.
@@ -117,6 +118,12 @@ need_torch() {
 		echo "SKIP: Debian's python3-torch not found"
 		exit 77
 	fi
+	# torch's launcher leaves a torchelastic_* directory behind when it
+	# is stopped: in a directory of the test's own, removed with the
+	# scratch directory (0755, as /tmp is open: the cluster's munged
+	# makes its socket below it)
+	TORCH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/vigil-torch.XXXXXX") && chmod 0755 "$TORCH_TMP" &&
+		export TMPDIR=$TORCH_TMP
 }
 
 run_mpi() { timeout -k 5 "${MPI_LIMIT:-300}" "${MPIRUN:-mpirun}" "${MPI_FLAGS[@]}" "$@"; }
