@@ -38,7 +38,7 @@ sl_up 3 || { echo "bench_spares: the cluster did not start" >&2; exit 1; }
 . "$here/../slurm/spare_job.sh"
 echo "# hot spare vs requeue ($(nproc) cores, $(date -u +%Y-%m-%d)), Slurm" \
 	"$(sl_cmd sinfo --version | awk '{print $2}'), cred_expire ${SL_CRED_EXPIRE:-10} s, $rounds rounds"
-res=$SL_SPOOL/results
+res=$SCRATCH/results
 : >"$res"
 for ((k = 1; k <= rounds; k++)); do
 	for way in spare requeue; do
