@@ -1007,14 +1007,12 @@ test_spare_for_coordinator_node(void **state)
 	                            "\"members\":[3,1,2]"), 4);
 }
 
+/* Four ranks, one spare (options set by the caller after fresh()): rank 1
+ * fails and the spare takes its place, then rank 2 fails with no spare
+ * left; every training saves and reports. */
 static void
-test_second_fault_no_spare_requeues(void **state)
+second_fault(struct fx *f)
 {
-	struct fx *f = *state;
-
-	fresh(f, 4);
-	f->o.spares = 1;
-	f->o.resume = true;
 	start(f, 0, 0);
 	idle(f, 3, 1);
 	spare_recovers(f, 1, 10);
@@ -1024,6 +1022,17 @@ test_second_fault_no_spare_requeues(void **state)
 	for (int k = 0; k < 4; k++)
 		if (k != 1)
 			result(f, k, 0, 0, 22);
+}
+
+static void
+test_second_fault_no_spare_requeues(void **state)
+{
+	struct fx *f = *state;
+
+	fresh(f, 4);
+	f->o.spares = 1;
+	f->o.resume = true;
+	second_fault(f);
 	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
 	assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
 }
@@ -1036,15 +1045,7 @@ test_second_fault_no_spare_elastic(void **state)
 	fresh(f, 4);
 	f->o.spares = 1;
 	f->o.min_nodes = 2;
-	start(f, 0, 0);
-	idle(f, 3, 1);
-	spare_recovers(f, 1, 10);
-	idle(f, 1, 13);
-	note(f, 2, 0, "fail", 20);
-	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
-	for (int k = 0; k < 4; k++)
-		if (k != 1)
-			result(f, k, 0, 0, 22);
+	second_fault(f);
 	/* on without n3: the spare keeps RANK 1 */
 	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
 	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND, "\"members\":[0,3]"), 4);
