@@ -54,9 +54,15 @@ expect_match "auto: done" '^done$' "$(cat "$SCRATCH/out5")"
 run --hang-timeout 1 --events "$SCRATCH/ev3" -- sh -c 'echo hello; sleep 3; echo bye' \
 	>"$SCRATCH/out3" 2>&1; rc=$?
 expect_eq "no timing lines: no hang" "0 0" "$rc $(grep -c '"kind":"hang"' "$SCRATCH/ev3")"
-run --hang-silence 1 --on-hang stop -- sh -c 'echo hello; sleep 30' >"$SCRATCH/out4" 2>&1; rc=$?
+# (from a directory of its own: without --report or --events the forensics
+# file goes to the working directory)
+mkdir "$SCRATCH/cwd4"
+(cd "$SCRATCH/cwd4" && run --hang-silence 1 --on-hang stop -- sh -c 'echo hello; sleep 30') \
+	>"$SCRATCH/out4" 2>&1; rc=$?
 expect_eq "silence: stopped" 84 "$rc"
 expect_match "silence: said" 'no output from any node' "$(cat "$SCRATCH/out4")"
+expect_match "silence: the forensics file in the working directory" '^vigil-hang\.[0-9]+\.json$' \
+	"$(ls "$SCRATCH/cwd4")"
 
 # A Python training stuck in its own function while a second thread waits
 # in another: gdb reads both Python stacks from the interpreter (needs

@@ -162,7 +162,8 @@ agent_of() {
 	pgrep -x vigil | while read -r p; do
 		grep -qaF -- "$2" "/proc/$p/cmdline" 2>/dev/null &&
 		tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "VIGIL_NODE_NAME=$1" &&
-		[ "$(ps -o comm= -p "$(ps -o ppid= -p "$p")")" != vigil ] && echo "$p"; done | head -1
+		pp=$(ps -o ppid= -p "$p" 2>/dev/null) && [ -n "$pp" ] &&
+		[ "$(ps -o comm= -p "$pp" 2>/dev/null)" != vigil ] && echo "$p"; done | head -1
 }
 
 # wait_for FILE REGEX SECONDS: until a line of FILE matches, bounded.
