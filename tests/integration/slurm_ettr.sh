@@ -90,14 +90,17 @@ prod_truth = 0
 for a in range(3):
     s, tr = atts[a]["split_s"], [truth(a, r) for r in (0, 1)]
     e2e = {}
+    it0 = tr[0]["iter"]
+    # the iterations' span is rank 0's (the coordinator's): what another
+    # rank spent in its first iteration before rank 0 began one (it
+    # started first, and waited in the collective) is the start's skew
     for x in tr:
         for n, b, e in x["iter"]:
-            e2e.setdefault(n, []).append(e - b)
+            e2e.setdefault(n, []).append(min(e, it0[-1][2]) - max(b, it0[0][1]))
     both = [v for v in e2e.values() if len(v) == 2]
     med = sum(statistics.median(v) for v in both)
     strag = sum(max(v) - statistics.median(v) for v in both)
     prod_truth += med
-    it0 = tr[0]["iter"]
     near("attempt %d: iterations' span" % a, s["productive"] + s["redone"] + s["straggler"] + s["other"],
          it0[-1][2] - it0[0][1], 0.5)
     near("attempt %d: productive" % a, s["productive"] + s["redone"], med, 0.03 * med + 0.3)

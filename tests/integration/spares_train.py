@@ -44,6 +44,17 @@ def save(path, step, rank):
     print("saved at step %d" % step, flush=True)
 
 
+def leave():
+    """The group torn down before the interpreter exits: left to the exit,
+    gloo's threads abort the process once its peers are gone ("terminate
+    called without an active exception", SIGABRT) though the training
+    saved or was done."""
+    try:
+        dist.destroy_process_group()
+    except RuntimeError as e:
+        print("destroy_process_group: %s" % str(e).splitlines()[0], flush=True)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--iters", type=int, default=100)
@@ -78,10 +89,13 @@ def main():
         step += 1
     if asked:
         save(args.ckpt, step, rank)
+        leave()
         return 0
     if step < args.iters:
         return 1
     print("done rank %d at step %d" % (rank, step), flush=True)
+    dist.barrier()  # every rank at the end before any leaves
+    leave()
     return 0
 
 
