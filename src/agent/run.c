@@ -308,6 +308,7 @@ job_route(struct job *j, int src, int tag, const char *text)
 			if (m.u.command.command == MSG_CMD_RESTART) {
 				free(j->result_text);  /* the last attempt's, no longer this one's */
 				j->result_text = NULL;
+				takeover_rejoin(j, now);  /* from a successor that took over */
 			}
 			node_command(j->node, &m.u.command);
 			if (m.u.command.command == MSG_CMD_RESTART) {
@@ -893,15 +894,16 @@ abort_job(struct job *j)
 	j->p = NULL;
 }
 
-/* Another node of such a job: BYE, then the coordinator's abort is waited
- * for with the signals' own actions back (mpirun's SIGTERM ends us). */
+/* Another node of such a job: BYE to the coordinator, LEADER (a successor
+ * that took over, or rank 0), then its abort is waited for with the
+ * signals' own actions back (mpirun's SIGTERM ends us). */
 static void
-await_abort(struct job *j)
+await_abort(struct job *j, int leader)
 {
 	double until;
 	int rc;
 
-	if (peer_send(j->p, job_coord_rank(j), MSG_BYE, "{}") < 0)
+	if (peer_send(j->p, leader, MSG_BYE, "{}") < 0)
 		return;
 	(void)peer_push(j->p);
 	until = util_now_s() + 2;
@@ -919,6 +921,8 @@ await_abort(struct job *j)
 static void
 tear_down(struct job *j)
 {
+	int leader = job_coord_rank(j);  /* before the watch that knows it goes */
+
 	if (j->node)
 		node_output_summary(j->node);
 	jobfiles_close_events(j);
@@ -941,7 +945,7 @@ tear_down(struct job *j)
 	if (j->p && !j->clean && j->abort_end)
 		abort_job(j);
 	else if (j->p && !j->clean && j->bye)
-		await_abort(j);
+		await_abort(j, leader);
 	if (j->p)
 		peer_finalize(j->p, j->clean);
 }

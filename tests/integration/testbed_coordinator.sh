@@ -79,6 +79,9 @@ expect_eq "coordinator stopped: their checkpoints" 2 "$(find "$ck/n2" "$ck/n3" -
 expect_match "coordinator stopped: n2 took over" 'n2 \(rank 1\) takes over as the coordinator' "$(cat "$log")"
 end_job 30
 kill -KILL "$coord" 2>/dev/null
+# (n3's word that it is done goes to n2, which took over, not to n1)
+expect_no_match "coordinator stopped: every node said it was done" 'did not say they were done' \
+	"$(cat "$log")"
 clean_bed "coordinator stopped"
 
 # 2b. The same, with the successor late to notice (its agent stalls for
