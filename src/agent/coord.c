@@ -419,6 +419,7 @@ coord_free(struct coord *c)
 	cJSON_Delete(c->recoveries);
 	free(c->plan_nodes);
 	free(c->plan_members);
+	free(c->plan_spares);
 	free(c->master_addr);
 	free(c);
 }
@@ -548,9 +549,11 @@ fill_plan(struct coord *c, struct msg_plan *plan)
 
 	free(c->plan_nodes);
 	free(c->plan_members);
+	free(c->plan_spares);
 	c->plan_nodes = calloc((size_t)c->n, sizeof(*c->plan_nodes));
 	c->plan_members = calloc((size_t)c->n, sizeof(*c->plan_members));
-	if (!c->plan_nodes || !c->plan_members)
+	c->plan_spares = calloc((size_t)c->n, sizeof(*c->plan_spares));
+	if (!c->plan_nodes || !c->plan_members || !c->plan_spares)
 		return -ENOMEM;
 	for (int r = 0; r < c->n; r++) {
 		c->plan_nodes[r].host = c->nodes[r].host;
@@ -564,6 +567,12 @@ fill_plan(struct coord *c, struct msg_plan *plan)
 	plan->nnodes = c->n;
 	plan->members = c->plan_members;
 	plan->nmembers = k;
+	/* the healthy spares, for a successor that takes over (coord_adopt()) */
+	plan->spares = c->plan_spares;
+	plan->nspares = 0;
+	for (int r = c->spare_from; r < c->n; r++)
+		if (c->nodes[r].spare && !c->nodes[r].faulty && !c->nodes[r].lost)
+			c->plan_spares[plan->nspares++] = r;
 	return 0;
 }
 
@@ -765,10 +774,41 @@ adopt_lost(struct coord *c, int rank, const char *why)
 	coord_emit(c, rank, VIGIL_EVENT_NODE_LOST, VIGIL_SEVERITY_ERROR, why, NULL);
 }
 
-int
-coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members, int nmembers,
-            const int *lost, int nlost, const char *why, double now)
+/*
+ * After a takeover, whose trainings saved and stopped on their own: with
+ * a healthy spare for every seat a lost node held (--spares), the
+ * training starts again on as many nodes (restart_all()), the spares in
+ * the lost seats.  Returns whether it does; O(N).
+ */
+static bool
+adopt_spares(struct coord *c, const char *why, double lost_at, double now)
 {
+	int need = 0, ready = 0;
+
+	if (c->o.spares <= 0 || c->cancelled)
+		return false;
+	for (int i = 0; i < c->nseats; i++)
+		need += c->nodes[c->seat[i]].lost;
+	for (int r = c->spare_from; r < c->n; r++)
+		ready += c->nodes[r].spare && !c->nodes[r].faulty && !c->nodes[r].lost;
+	if (ready < need)
+		return false;
+	c->restart_wanted = true;
+	c->fault_at = lost_at <= now ? lost_at : now;
+	coord_say(c, "vigil: %s: %s", why, need ? "a spare takes its place" :
+	    "the training starts again");
+	checkpoint(c, why, 0, now);
+	return true;
+}
+
+int
+coord_adopt(struct coord *c, const struct coord_adoption *a, double now)
+{
+	const struct msg_plan *plan = a->plan;
+	const int *members = a->members, *lost = a->lost;
+	int nmembers = a->nmembers, nlost = a->nlost;
+	const char *why = a->why;
+
 	for (int r = 0; r < c->n; r++) {
 		struct cnode *n = &c->nodes[r];
 		const struct msg_node *pn = r < plan->nnodes ? &plan->nodes[r] : NULL;
@@ -785,6 +825,18 @@ coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members, in
 			c->nodes[members[i]].member = true;
 			c->seat[c->nseats++] = members[i];
 		}
+	/* the spares the plan named; the trainings run the nodes' attempt */
+	c->spare_from = c->n;
+	for (int i = 0; i < plan->nspares; i++) {
+		int r = plan->spares[i];
+
+		if (r >= 0 && r < c->n && !c->nodes[r].member) {
+			c->nodes[r].spare = true;
+			if (r < c->spare_from)
+				c->spare_from = r;
+		}
+	}
+	c->restarts = a->attempt > 0 ? a->attempt : 0;
 	c->started = true;
 	step(c, COORD_EV_ADOPT, now);
 	for (int i = 0; i < nlost; i++) {
@@ -804,6 +856,8 @@ coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members, in
 	c->next_beat = now + c->o.heartbeat_s;
 	coord_say(c, "vigil: %s (rank %d) takes over as the coordinator: %s", coord_host(c, c->o.self),
 	    c->o.self, why);
+	if (adopt_spares(c, why, a->lost_at, now))
+		return 0;
 	if (c->o.resume) {
 		checkpoint(c, why, VIGIL_EXIT_REQUEUE, now);
 	} else {

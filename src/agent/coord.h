@@ -158,19 +158,32 @@ int coord_set_node(struct coord *c, int rank, const char *addr, int slots);
  */
 int coord_plan(struct coord *c, const struct gather *g, double now, struct msg_plan *plan);
 
+/* What a successor takes over with (coord_adopt()). */
+struct coord_adoption {
+	const struct msg_plan *plan; /* every rank's host, address and slots, the spares */
+	const int *members;          /* the current attempt's members, in seat order */
+	int nmembers;
+	int attempt;                 /* ... which the trainings run */
+	const int *lost;             /* the coordinator, then the successors before this one */
+	int nlost;                   /* in line, silent too */
+	const char *why;             /* why the coordinator is lost */
+	double lost_at;              /* its last word, on the clock of NOW */
+};
+
 /*
  * A successor takes over (takeover.c): the job's coordinator fell silent
  * and a majority of the nodes agree (watch.h).  The records come from
- * PLAN (every rank's host, address and slots) and MEMBERS (the current
- * attempt's members).  The NLOST ranks in LOST are lost and faulty, each
- * with a node_lost event: the first is the coordinator (WHY says why),
- * the others the successors before this one in line, silent too.  Every
- * training saves (--resume, the job ends 81) or stops (84), for WHY: the
- * coordinator goes from PLANNING through RUNNING to CHECKPOINTING or
- * STOPPING, and runs as any other from NOW.  Returns 0 or -ENOMEM.
+ * A's plan and members.  A's lost ranks are lost and faulty, each with a
+ * node_lost event: the first is the coordinator (A's why says why), the
+ * others the successors before this one in line, silent too.  Every
+ * training saves: with a healthy spare of the plan for each lost member
+ * (--spares), the training then starts again with the spares in their
+ * seats (the recovery timed from A's lost_at); else the job ends 81
+ * (--resume), or every training stops (84).  The coordinator goes from
+ * PLANNING through RUNNING to CHECKPOINTING or STOPPING, and runs as any
+ * other from NOW.  Returns 0 or -ENOMEM.
  */
-int coord_adopt(struct coord *c, const struct msg_plan *plan, const int *members,
-                int nmembers, const int *lost, int nlost, const char *why, double now);
+int coord_adopt(struct coord *c, const struct coord_adoption *a, double now);
 
 /*
  * The job's time limit: absolute time END on the same clock as NOW, or a

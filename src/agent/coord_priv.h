@@ -91,6 +91,7 @@ struct coord {
 	/* the plan handed to the caller */
 	struct msg_node *plan_nodes;
 	int *plan_members;
+	int *plan_spares;
 	char *master_addr;
 	int master_port;
 	char plan_message[512];

@@ -192,7 +192,8 @@ final_waits_on_lost(const struct job *j)
 
 	if (coord_nlost(j->coord) == 0)
 		return false;
-	if (!j->node || node_attempt(j->node) == 0)
+	/* rank 0, the reductions' root in every attempt, lost (a successor took over) */
+	if (!j->node || node_attempt(j->node) == 0 || coord_lost(j->coord, 0))
 		return true;
 	n = node_members(j->node, &members);
 	for (int i = 0; i < n; i++)

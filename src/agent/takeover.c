@@ -41,6 +41,14 @@
 #define KILL_AFTER_S 5       /* beyond the grace: the training's KILL and its end */
 #define ORPHAN_EXTRA_S 20    /* beyond the watch's own end: the orphan's last deadline */
 
+/* Whether a training whose coordinator is lost saves: a requeue or a
+ * spare's restart (coord_adopt()) resumes from what it saves. */
+static bool
+saves(const struct job *j)
+{
+	return j->o->resume || j->o->spares > 0;
+}
+
 static int
 orphan_code(const struct job *j)
 {
@@ -162,7 +170,7 @@ release(struct job *j)
 static void
 coordinator_lost(struct job *j, double now)
 {
-	struct msg_command c = { .command = j->o->resume ? MSG_CMD_CHECKPOINT : MSG_CMD_STOP };
+	struct msg_command c = { .command = saves(j) ? MSG_CMD_CHECKPOINT : MSG_CMD_STOP };
 	int leader = watch_coordinator(j->watch);
 	double backstop = watch_alone_at(j->watch) - now + j->o->grace_s + KILL_AFTER_S +
 	                  ORPHAN_EXTRA_S;
@@ -175,7 +183,7 @@ coordinator_lost(struct job *j, double now)
 		snprintf(j->lost_why, sizeof(j->lost_why), "the coordinator %s (rank 0) fell silent: "
 		         "no word from it for %.1f s", node_host(j->node, 0),
 		         watch_silent(j->watch, now));
-	LOG_ERR("%s: the training %s", j->lost_why, j->o->resume ? "saves and stops" : "stops");
+	LOG_ERR("%s: the training %s", j->lost_why, saves(j) ? "saves and stops" : "stops");
 	job_step(j, PE_ORPHAN, (long)(backstop * 1000), on_orphan_late);
 	/* The checkpoint signal first: MPI may cost this agent its life.  A
 	 * result it sends at once (no training to stop) releases the node. */
@@ -190,7 +198,7 @@ coordinator_lost(struct job *j, double now)
 		return;
 	}
 	record(j, "the training was told to %s; this node tells the next in line over MPI once "
-	       "it has", j->o->resume ? "save and stop" : "stop");
+	       "it has", saves(j) ? "save and stop" : "stop");
 }
 
 /* The successor whose turn it is, with a majority: it coordinates the end. */
@@ -198,6 +206,7 @@ static void
 take_over(struct job *j, double now)
 {
 	struct msg plan;
+	struct coord_adoption a;
 	const int *members;
 	int n = node_members(j->node, &members), passed[WATCH_LINE_MAX], np;
 	char why[1000], gone[300];
@@ -214,8 +223,11 @@ take_over(struct job *j, double now)
 	/* the event log, on this node from now on (the same path on every node) */
 	if (!j->ev)
 		jobfiles_open_events(j);
+	a = (struct coord_adoption){ .plan = &plan.u.plan, .members = members, .nmembers = n,
+	                             .attempt = node_attempt(j->node), .lost = passed, .nlost = np,
+	                             .why = why, .lost_at = now - watch_silent(j->watch, now) };
 	j->coord = survey_new_coord(j, j->rank);
-	if (!j->coord || coord_adopt(j->coord, &plan.u.plan, members, n, passed, np, why, now) < 0) {
+	if (!j->coord || coord_adopt(j->coord, &a, now) < 0) {
 		LOG_ERR("cannot take over as the coordinator: out of memory");
 		coord_free(j->coord);
 		j->coord = NULL;
@@ -268,6 +280,46 @@ alone(struct job *j)
 	job_step(j, PE_ALONE, (long)((j->o->grace_s + KILL_AFTER_S) * 1000), on_orphan_late);
 }
 
+/* The successor this node trains under fell silent in its turn: no second
+ * takeover, the training saves (or stops) and this node ends on its own. */
+static void
+leader_lost(struct job *j, double now)
+{
+	struct msg_command c = { .command = saves(j) ? MSG_CMD_CHECKPOINT : MSG_CMD_STOP };
+	int leader = watch_coordinator(j->watch);
+
+	snprintf(j->lost_why, sizeof(j->lost_why), "%s (rank %d), which took over as the "
+	         "coordinator, fell silent in its turn: no word from it for %.1f s",
+	         node_host(j->node, leader), leader, watch_silent(j->watch, now));
+	LOG_ERR("%s: the training %s, and this node ends on its own", j->lost_why,
+	        saves(j) ? "saves and stops" : "stops");
+	record(j, "the training was told to %s, and this node ends on its own once it has",
+	       saves(j) ? "save and stop" : "stop");
+	j->alone = true;
+	j->held = true;
+	c.reason = j->lost_why;
+	node_command(j->node, &c);
+	if (node_waiting(j->node)) {
+		orphan_end(j);
+		return;
+	}
+	job_step(j, PE_ALONE, (long)((j->o->grace_s + KILL_AFTER_S) * 1000), on_orphan_late);
+}
+
+void
+takeover_rejoin(struct job *j, double now)
+{
+	if (j->coord || !j->watch || !watch_lost(j->watch) || j->phase != PH_RUN ||
+	    watch_coordinator(j->watch) < 0)
+		return;
+	loop_del_timer(j->loop, j->phase_timer);
+	j->phase_timer = NULL;
+	j->held = j->alone = false;
+	jobfiles_unrecord(j);
+	watch_follow(j->watch, now);
+	LOG_INFO("%s: the training starts again under it", j->lost_why);
+}
+
 void
 takeover_act(struct job *j, enum watch_action a, double now)
 {
@@ -280,6 +332,9 @@ takeover_act(struct job *j, enum watch_action a, double now)
 		break;
 	case WATCH_ALONE:
 		alone(j);
+		break;
+	case WATCH_LEADER_LOST:
+		leader_lost(j, now);
 		break;
 	case WATCH_NONE:
 		break;

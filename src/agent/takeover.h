@@ -34,6 +34,15 @@ void takeover_act(struct job *j, enum watch_action a, double now);
  */
 int takeover_send(struct job *j, enum msg_kind kind, const char *text);
 
+/*
+ * The successor that took over starts the training again with this node
+ * (a spare took the lost coordinator's seat): the orphan's deadline and
+ * record give way, and from NOW the successor is watched as the
+ * coordinator was (watch_follow()).  A no-op unless this node lost the
+ * coordinator and follows a successor.
+ */
+void takeover_rejoin(struct job *j, double now);
+
 /* A successor in line, before it takes over: a result from SRC that
  * reached it early (TEXT, a RESULT message), kept for the takeover. */
 void takeover_keep_early(struct job *j, int src, const char *text);

@@ -32,6 +32,9 @@ struct watch {
 	int votes;
 	bool decided;           /* took over, follows a successor, or gave up */
 	bool cut_off;           /* this node's own link is down: its vote is void */
+	bool following;         /* trains again under the leader: its silence counts */
+	bool followed;          /* ... did once (its silence is watch_silent()'s) */
+	double leader_heard;    /* ... its last word */
 };
 
 struct watch *
@@ -89,6 +92,8 @@ watch_heard(struct watch *w, int rank, double now)
 
 	if (!w->lost && rank == w->o.coordinator)
 		w->heard = now;
+	if (w->following && rank == w->leader)
+		w->leader_heard = now;
 	if (i >= 0 && rank != w->o.self)
 		w->line_heard[i] = now;
 }
@@ -197,6 +202,14 @@ watch_tick(struct watch *w, double now)
 	w->last_check = now;
 	if (w->o.self == w->o.coordinator)
 		return WATCH_NONE;
+	if (w->following) {
+		if (late)
+			w->leader_heard = now;  /* as for the coordinator: a fresh timeout */
+		if (late || now - w->leader_heard < COORD_TIMEOUT_FACTOR * w->o.heartbeat_timeout_s)
+			return WATCH_NONE;
+		w->following = false;
+		return WATCH_LEADER_LOST;
+	}
 	if (!w->lost) {
 		if (late) {
 			w->heard = now;  /* late ourselves: the coordinator gets a fresh timeout */
@@ -215,6 +228,15 @@ watch_tick(struct watch *w, double now)
 	if (w->decided || late)
 		return WATCH_NONE;
 	return after_loss(w, now);
+}
+
+void
+watch_follow(struct watch *w, double now)
+{
+	if (!w->lost || w->leader < 0 || w->leader == w->o.self)
+		return;
+	w->following = w->followed = true;
+	w->leader_heard = now;
 }
 
 int
@@ -269,7 +291,7 @@ watch_lost(const struct watch *w)
 double
 watch_silent(const struct watch *w, double now)
 {
-	return now - w->heard;
+	return now - (w->followed ? w->leader_heard : w->heard);
 }
 
 int

@@ -52,6 +52,7 @@ enum watch_action {
 	WATCH_TAKE_OVER,  /* this node is the successor whose turn it is, and a
 	                   * majority agrees */
 	WATCH_ALONE,      /* nobody took over in time: this node may be the one cut off */
+	WATCH_LEADER_LOST, /* the successor this node trains under fell silent too */
 };
 
 struct watch_opts {
@@ -95,10 +96,20 @@ void watch_cut_off(struct watch *w, bool cut_off);
 enum watch_action watch_leader(struct watch *w, int rank, double now);
 
 /*
+ * This node trains again under the successor that took over (a spare took
+ * the lost coordinator's seat, coord_adopt()): from NOW the successor's
+ * silence is judged as the coordinator's was, and ends in
+ * WATCH_LEADER_LOST.  There is no second takeover.  Only once a successor
+ * is followed; a no-op elsewhere.
+ */
+void watch_follow(struct watch *w, double now);
+
+/*
  * What is due at NOW: WATCH_LOST once when the coordinator is lost; then
  * WATCH_TAKE_OVER when this node's turn and a majority came, or
- * WATCH_ALONE once when nobody took over in time.  Call every
- * heartbeat_s / 2, after reading what has arrived.
+ * WATCH_ALONE once when nobody took over in time; WATCH_LEADER_LOST
+ * once when the successor followed (watch_follow()) fell silent.  Call
+ * every heartbeat_s / 2, after reading what has arrived.
  */
 enum watch_action watch_tick(struct watch *w, double now);
 
@@ -134,7 +145,8 @@ int watch_unheard(const struct watch *w, int *out);
 
 bool watch_lost(const struct watch *w);
 
-/* Seconds since the coordinator was last heard. */
+/* Seconds since the coordinator was last heard; once a successor was
+ * followed (watch_follow()), since that one was. */
 double watch_silent(const struct watch *w, double now);
 
 /* Ranks that said they lost the coordinator, this one included (on the

@@ -4,7 +4,7 @@
  * The wire form of each kind is one JSON object:
  *   plan     {"go", "exit_code"?, "message"?, "master_addr"?, "master_port"?,
  *             "job", "finalize", "nudge"?, "nodes": [{"host", "addr", "slots"}],
- *             "members": [r]}
+ *             "members": [r], "spares"?: [r]}
  *            or a header {"go": true, "job", "finalize", "nudge"?, "bcast": LEN}: the
  *            plan follows as a broadcast of LEN bytes
  *   result   {"node", "attempt", "idle", "seconds", "exit_code", "signal"?,
@@ -155,6 +155,8 @@ encode_plan(cJSON *o, const struct msg_plan *p, bool *ok)
 		put_num(n, "slots", p->nodes[i].slots, ok);
 	}
 	put_ranks(o, "members", p->members, p->nmembers, ok);
+	if (p->nspares > 0)
+		put_ranks(o, "spares", p->spares, p->nspares, ok);
 }
 
 static void
@@ -481,7 +483,10 @@ decode_plan(const cJSON *o, int nranks, struct msg_plan *p)
 		    (rc = get_int(x, "slots", 0, SLOTS_MAX, true, &n->slots)) < 0)
 			return rc;
 	}
-	return get_ranks(o, "members", p->nnodes, &p->members, &p->nmembers);
+	rc = get_ranks(o, "members", p->nnodes, &p->members, &p->nmembers);
+	if (rc < 0 || !cJSON_GetObjectItemCaseSensitive(o, "spares"))
+		return rc;
+	return get_ranks(o, "spares", p->nnodes, &p->spares, &p->nspares);
 }
 
 static int
@@ -746,6 +751,7 @@ msg_clear(struct msg *m)
 		}
 		free(m->u.plan.nodes);
 		free(m->u.plan.members);
+		free(m->u.plan.spares);
 		break;
 	case MSG_RESULT:
 		xfree(m->u.result.node);

@@ -75,6 +75,9 @@ struct msg_plan {
 	int nnodes;
 	int *members;      /* ranks that run the training, in node-rank order */
 	int nmembers;
+	int *spares;       /* ranks that wait as healthy spares (--spares): a
+	                    * successor that takes over needs them */
+	int nspares;
 	long bcast;        /* > 0: only a header; the whole plan, this many bytes,
 	                    * follows as a broadcast (peer_bcast_start()) */
 };

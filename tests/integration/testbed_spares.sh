@@ -15,9 +15,16 @@
 #      and grows back to three when the first failed node passes again.
 #   5. No spare, --restart 1: the restart after a NIC fault that crashed
 #      every training leaves the faulty node out.
+#   6. The coordinator's agent on n1 is stopped for good (a hung node):
+#      the others lose it, n2 takes over, and the training runs again on
+#      n2, n3 and n4, n4 as RANK 0 and MASTER_ADDR; the job ends 0 and n1
+#      is named.
+#   7. The same, then the successor's agent (n2) too: n3 and n4 save and
+#      end on their own, 81 (--resume).
 # Needs root; skips (77) without it or without torch.
 . "$(dirname "$0")/lib.sh"
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/testbed/tb.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/testbed/cases.sh"
 
 tb_require
 need_torch
@@ -40,7 +47,7 @@ spare_case() {
 	job=$!
 }
 # want CASE: CASE is among $CASES (default: every case)
-want() { [[ " ${CASES:-nic coord twice grow restart} " == *" $1 "* ]]; }
+want() { [[ " ${CASES:-nic coord twice grow restart lost lost2} " == *" $1 "* ]]; }
 # ended NAME WANT: the job's status is WANT, else the end of its output, for the log
 ended() {
 	expect_eq "$1: the job ends $2" "$2" "$rc"
@@ -170,6 +177,59 @@ if want restart; then
 	tb_exec n2 ip link set eth1 up
 	ended restart 0
 	expect_eq "restart: n2 excluded" n2 "$(cat "$excl")"
+fi
+
+# 6. The coordinator's agent is stopped: lost altogether, not a fault it
+#    reports.  Its training saves nothing (only RANK 0 writes, and it
+#    gets no signal): the training starts again from the start.
+if want lost; then
+	spare_case lost 200
+	wait_started 0 3 || fail "lost: attempt 0 did not start"
+	wait_steps 40 || fail "lost: no iterations"
+	coord=$(pid_in n1 vigil)
+	t0=$(date +%s%3N)
+	kill -STOP "$coord"
+	wait_started 1 3 || fail "lost: attempt 1 did not start"
+	echo "lost: the stop to attempt 1 started on every node $(( $(date +%s%3N) - t0 )) ms"
+	wait "$job"; rc=$?
+	kill -CONT "$coord" 2>/dev/null
+	ended lost 0
+	expect_match "lost: n2 took over" 'n2 \(rank 1\) takes over as the coordinator' "$(cat "$log")"
+	expect_eq "lost: again on n2 n3 n4, n4 as RANK 0" "n2:1/3 n3:2/3 n4:0/3" "$(started 1)"
+	expect_eq "lost: MASTER_ADDR is n4's" "10.213.0.4" \
+		"$(sed -n 's/.*start rank [0-9] world 3 master \([0-9.]*\) host .* attempt 1$/\1/p' "$log" | sort -u)"
+	expect_eq "lost: done at step 200 on three nodes" 3 "$(grep -c 'done rank [0-2] at step 200$' "$log")"
+	expect_eq "lost: report" "succeeded ['n1'] ['n4'] n1 n4 0" "$(report "$rep" 'r["state"], r["faulty_nodes"], r["spares"]["used"], r["spares"]["recoveries"][0]["failed_node"], r["spares"]["recoveries"][0]["spare_node"], r["spares"]["recoveries"][0]["training_rank"]')"
+	expect_eq "lost: n1 excluded" n1 "$(cat "$excl")"
+	took=$(report "$rep" 'r["spares"]["recoveries"][0].get("first_iteration_s", -1)')
+	echo "lost: the coordinator's last word to the spare's first iteration ${took} s"
+	# (from its last word: the loss itself takes twice the 5 s timeout)
+	expect_eq "lost: the recovery is timed from the coordinator's last word" 1 \
+		"$(python3 -c "print(int(10 <= $took < 90))")"
+fi
+
+# 7. Then the successor's agent is stopped too, once the training runs
+#    again under it: no second takeover, every node left saves and ends
+#    on its own (81, --resume), its record saying why.
+if want lost2; then
+	spare_case lost2 100000 --resume
+	wait_started 0 3 || fail "lost2: attempt 0 did not start"
+	wait_steps 40 || fail "lost2: no iterations"
+	coord=$(pid_in n1 vigil)
+	kill -STOP "$coord"
+	wait_started 1 3 || fail "lost2: attempt 1 did not start"
+	wait_steps $(( $(grep -c 'this iteration hardware time' "$log") + 20 )) ||
+		fail "lost2: no iterations in attempt 1"
+	succ=$(pid_in n2 vigil)
+	kill -STOP "$succ"
+	wait "$job"; rc=$?
+	kill -CONT "$coord" "$succ" 2>/dev/null
+	ended lost2 81
+	for n in n3 n4; do
+		expect_match "lost2: $n's record" 'n2 \(rank 1\), which took over as the coordinator, fell silent in its turn' \
+			"$(report "$rep.$n" 'r["reason"]' 2>/dev/null)"
+	done
+	expect_eq "lost2: n4, RANK 0 now, saved" 1 "$(grep -c 'saved at step' "$log")"
 fi
 
 tb_down || fail "test bed left something behind"

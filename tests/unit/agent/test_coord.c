@@ -718,8 +718,9 @@ test_successor_adopts(void **state)
 	f->o.self = 1;
 	f->c = coord_new(&f->o, &ops, 0);
 	assert_non_null(f->c);
-	assert_int_equal(coord_adopt(f->c, &plan, members, 3, (int[]){ 0 }, 1, "the coordinator "
-	                             "n1 (rank 0) fell silent", 20), 0);
+	assert_int_equal(coord_adopt(f->c, &(struct coord_adoption){ &plan, members, 3, 0,
+	                             (int[]){ 0 }, 1, "the coordinator n1 (rank 0) fell silent", 16 },
+	                             20), 0);
 	assert_true(said(&f->rec, "n2 (rank 1) takes over as the coordinator"));
 	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
 	assert_int_equal(count_sent(&f->rec, 0, MSG_COMMAND, NULL), 0);
@@ -876,6 +877,9 @@ test_spare_waits(void **state)
 	assert_true(f->plan.go);
 	assert_int_equal(f->plan.nmembers, 3);
 	assert_int_equal(f->plan.members[2], 2);
+	/* the plan names the spare, for a successor that may take over */
+	assert_int_equal(f->plan.nspares, 1);
+	assert_int_equal(f->plan.spares[0], 3);
 	assert_int_equal(coord_members(f->c), 3);
 	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
 	/* a fault of the spare itself disturbs no training */
@@ -992,6 +996,95 @@ test_spare_takes_failed_rank(void **state)
 	free(excl);
 	/* a spare restart is not one of --restart's */
 	assert_int_equal(f->o.restart_max, 0);
+}
+
+/*
+ * The coordinator n1 lost altogether, a spare in the plan: the successor
+ * n2 takes over, the trainings save, and the training starts again on
+ * three nodes with the spare n4 as RANK 0 and MASTER_ADDR, the attempt
+ * after the nodes' own; no word to the lost coordinator.
+ */
+static void
+adopt_spared(struct fx *f, int nspares, const int *lost, int nlost)
+{
+	struct coord_ops ops = { rec_send, rec_event, rec_say, fixed_port, &f->rec };
+	static struct msg_node nodes[4] = { { "n1", "10.0.0.1", 2 }, { "n2", "10.0.0.2", 2 },
+	                                    { "n3", "10.0.0.3", 2 }, { "n4", "10.0.0.4", 2 } };
+	int members[3] = { 0, 1, 2 }, spares[1] = { 3 };
+	struct msg_plan plan = { .go = true, .nodes = nodes, .nnodes = 4, .spares = spares,
+	                         .nspares = nspares };
+
+	fresh(f, 4);
+	f->o.spares = 1;
+	f->o.resume = true;
+	f->o.self = 1;
+	f->c = coord_new(&f->o, &ops, 0);
+	assert_non_null(f->c);
+	assert_int_equal(coord_adopt(f->c, &(struct coord_adoption){ &plan, members, 3, 2, lost,
+	                             nlost, "the coordinator n1 (rank 0) fell silent", 16 }, 20), 0);
+	assert_int_equal(coord_phase(f->c), COORD_CHECKPOINTING);
+}
+
+static void
+test_successor_uses_spare(void **state)
+{
+	struct fx *f = *state;
+	cJSON *rep;
+	char *excl;
+
+	adopt_spared(f, 1, (int[]){ 0 }, 1);
+	assert_true(said(&f->rec, "fell silent: a spare takes its place"));
+	result(f, 1, 0, 0, 22);
+	result(f, 2, 0, 0, 22);
+	idle(f, 3, 22);
+	assert_int_equal(coord_phase(f->c), COORD_RUNNING);
+	assert_int_equal(count_sent(&f->rec, -1, MSG_COMMAND,
+	                            "\"attempt\":3,\"master_addr\":\"10.0.0.4\",\"master_port\":29500,"
+	                            "\"members\":[3,1,2]"), 3);
+	assert_int_equal(count_sent(&f->rec, 0, MSG_COMMAND, NULL), 0);
+	assert_true(said(&f->rec, "the spare n4 (rank 3) takes the place of n1 (rank 0) as RANK 0"));
+	/* the spare's first iteration: timed from the coordinator's last word (16) */
+	coord_progress(f->c, 1, 1, 24);
+	coord_progress(f->c, 3, 0, 24);
+	coord_progress(f->c, 3, 2, 25);
+	assert_true(said(&f->rec, "first iteration 9.0 s after the fault"));
+	for (int k = 1; k < 4; k++)
+		result(f, k, 0, 0, 40);
+	assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+	assert_int_equal(coord_exit_code(f->c), 0);
+	/* the lost coordinator cannot take part in MPI's end: the job is ended for it */
+	assert_true(coord_abort_end(f->c));
+	rep = report(f, 41);
+	assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "faulty_nodes"), 0)
+	                            ->valuestring, "n1");
+	assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(rep,
+	                    "spares"), "used"), 0)->valuestring, "n4");
+	cJSON_Delete(rep);
+	excl = coord_exclude_list(f->c);
+	assert_string_equal(excl, "n1\n");
+	free(excl);
+}
+
+/* No healthy spare in the plan, or the spare lost with the coordinator
+ * (a successor in line, silent too): the requeue, as without spares. */
+static void
+test_successor_without_spare(void **state)
+{
+	struct fx *f = *state;
+
+	for (int k = 0; k < 2; k++) {
+		if (k == 0)
+			adopt_spared(f, 0, (int[]){ 0 }, 1);
+		else
+			adopt_spared(f, 1, (int[]){ 0, 3 }, 2);
+		assert_false(said(&f->rec, "a spare takes its place"));
+		result(f, 1, 0, 0, 22);
+		result(f, 2, 0, 0, 22);
+		if (k == 0)
+			idle(f, 3, 22);
+		assert_int_equal(coord_phase(f->c), COORD_FINISHING);
+		assert_int_equal(coord_exit_code(f->c), VIGIL_EXIT_REQUEUE);
+	}
 }
 
 static void
@@ -1847,7 +1940,8 @@ test_adopt_names_silent_successor(void **state)
 	f->o.self = 2;
 	f->c = coord_new(&f->o, &ops, 0);
 	assert_non_null(f->c);
-	assert_int_equal(coord_adopt(f->c, &plan, members, 5, (int[]){ 0, 1 }, 2, "gone", 20), 0);
+	assert_int_equal(coord_adopt(f->c, &(struct coord_adoption){ &plan, members, 5, 0,
+	                             (int[]){ 0, 1 }, 2, "gone", 16 }, 20), 0);
 	assert_true(evented(&f->rec, "node_lost n1 0: gone"));
 	assert_true(evented(&f->rec, "node_lost n2 1: n2 (rank 1) lost: next in line"));
 	assert_int_equal(count_sent(&f->rec, 3, MSG_COMMAND, "\"checkpoint\""), 1);
@@ -1987,7 +2081,8 @@ adopt(struct fx *f)
 	f->c = coord_new(&f->o, &ops, 0);
 	assert_non_null(f->c);
 	assert_int_equal(coord_phase(f->c), COORD_PLANNING);
-	assert_int_equal(coord_adopt(f->c, &plan, members, 3, (int[]){ 0 }, 1, "silent", 20), 0);
+	assert_int_equal(coord_adopt(f->c, &(struct coord_adoption){ &plan, members, 3, 0,
+	                             (int[]){ 0 }, 1, "silent", 16 }, 20), 0);
 }
 
 /*
@@ -2125,6 +2220,8 @@ main(void)
 		T(test_spares_leave_none),
 		T(test_left_out_fault_requeues_nothing),
 		T(test_spare_takes_failed_rank),
+		T(test_successor_uses_spare),
+		T(test_successor_without_spare),
 		T(test_spare_for_coordinator_node),
 		T(test_second_fault_no_spare_requeues),
 		T(test_second_fault_no_spare_elastic),

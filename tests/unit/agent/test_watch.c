@@ -297,6 +297,47 @@ test_leader_before_loss(void **state)
 	watch_free(w);
 }
 
+/* A node that trains again under the successor (a spare's restart): the
+ * successor's heartbeats keep it; its silence for twice the timeout ends
+ * in WATCH_LEADER_LOST, once; before watch_follow() it is not judged. */
+static void
+test_follow_successor(void **state)
+{
+	struct watch *w = make(3, 4);
+	double at = -1;
+
+	(void)state;
+	assert_int_equal(run(w, 0.25, 2, true, NULL), WATCH_NONE);
+	assert_int_equal(watch_leader(w, 1, 2.2), WATCH_LOST);
+	watch_follow(w, 3);
+	for (double t = 3.25; t <= 40; t += 0.25) {
+		watch_heard(w, 1, t);
+		watch_heard(w, 0, t);  /* the old coordinator's word keeps nothing */
+		assert_int_equal(watch_tick(w, t), WATCH_NONE);
+	}
+	assert_true(watch_silent(w, 41) > 0.9 && watch_silent(w, 41) < 1.1);
+	for (double t = 40.25; t <= 60 && at < 0; t += 0.25) {
+		watch_heard(w, 0, t);
+		if (watch_tick(w, t) == WATCH_LEADER_LOST)
+			at = t;
+	}
+	/* lost after twice the 2 s timeout */
+	assert_true(at >= 44 && at <= 44.25);
+	assert_int_equal(run(w, at + 0.25, 80, false, NULL), WATCH_NONE);
+	watch_free(w);
+	/* a node that never followed: no judging of the successor */
+	w = make(3, 4);
+	assert_int_equal(watch_leader(w, 1, 1), WATCH_LOST);
+	assert_int_equal(run(w, 1.25, 60, false, NULL), WATCH_NONE);
+	/* nor before the coordinator is lost: it is the one watched */
+	watch_free(w);
+	w = make(3, 4);
+	watch_follow(w, 1);
+	assert_int_equal(run(w, 1.25, 60, true, NULL), WATCH_NONE);
+	assert_false(watch_lost(w));
+	watch_free(w);
+}
+
 static void
 test_coordinator_watches_nothing(void **state)
 {
@@ -364,6 +405,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_heard_coordinator_is_fine),
+		cmocka_unit_test(test_follow_successor),
 		cmocka_unit_test(test_silence_loses_coordinator),
 		cmocka_unit_test(test_own_stall_blames_nobody),
 		cmocka_unit_test(test_short_coordinator_stall),

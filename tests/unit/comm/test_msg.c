@@ -97,6 +97,42 @@ test_plan_nudge(void **state)
 	msg_clear(&d);
 }
 
+/* The spares a successor needs: on the wire when there are any, checked as ranks. */
+static void
+test_plan_spares(void **state)
+{
+	struct msg_node nodes[3] = { { "n0", "10.0.0.1", 0 }, { "n1", "10.0.0.2", 0 },
+	                             { "n2", "10.0.0.3", 0 } };
+	int members[2] = { 0, 1 }, spares[1] = { 2 };
+	struct msg m = { .kind = MSG_PLAN }, d;
+	char *text;
+
+	(void)state;
+	m.u.plan = (struct msg_plan){ .go = true, .master_addr = "10.0.0.1", .master_port = 29500,
+	                              .job = "42", .finalize = true, .nodes = nodes, .nnodes = 3,
+	                              .members = members, .nmembers = 2, .spares = spares,
+	                              .nspares = 1 };
+	d = round_trip(&m, 3);
+	assert_int_equal(d.u.plan.nspares, 1);
+	assert_int_equal(d.u.plan.spares[0], 2);
+	msg_clear(&d);
+	/* none: not on the wire, and none decoded */
+	m.u.plan.nspares = 0;
+	text = msg_encode(&m);
+	assert_non_null(text);
+	assert_null(strstr(text, "spares"));
+	free(text);
+	d = round_trip(&m, 3);
+	assert_int_equal(d.u.plan.nspares, 0);
+	assert_null(d.u.plan.spares);
+	msg_clear(&d);
+	/* a spare that is no rank of the job */
+	assert_int_equal(msg_decode(MSG_PLAN, "{\"go\":true,\"master_addr\":\"a\",\"master_port\":1,"
+	                 "\"job\":\"j\",\"finalize\":true,\"nodes\":[{\"host\":\"n0\",\"addr\":\"a\","
+	                 "\"slots\":0}],\"members\":[0],\"spares\":[1]}", 1, &d), -EINVAL);
+	msg_clear(&d);
+}
+
 static void
 test_command_members(void **state)
 {
@@ -330,6 +366,7 @@ main(void)
 		cmocka_unit_test(test_result),
 		cmocka_unit_test(test_heartbeat_progress),
 		cmocka_unit_test(test_plan_nudge),
+		cmocka_unit_test(test_plan_spares),
 		cmocka_unit_test(test_command_members),
 		cmocka_unit_test(test_note_usage),
 		cmocka_unit_test(test_note_cut),
