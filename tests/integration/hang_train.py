@@ -99,6 +99,10 @@ def main():
             dist.all_reduce(t)
     dist.barrier()
     print("done %d" % rank, flush=True)
+    # the group torn down before the interpreter exits: left to the exit,
+    # gloo's threads may abort a rank whose peers went first (SIGABRT,
+    # "terminate called without an active exception") though it was done
+    dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -101,6 +101,7 @@ for c in $CASES; do
 		hang_case fifo "--restart 1" --fault fifo --rank 2 --fifo "$SCRATCH/fifo" \
 			--once "$SCRATCH/fifo.once"
 		expect_eq "fifo: restarted, then to the end" 0 "$rc"
+		[ "$rc" = 0 ] || { echo "--- fifo: the end of its output"; tail -n 40 "$log"; } >&2
 		check_hang fifo n3 S 2
 		expect_match "fifo: waits in the FIFO" 'fifo|pipe|wait_for_partner' \
 			"$(forensics '" ".join(p["wchan"] for n in r["nodes"] for p in n["processes"] if p.get("train_rank") == 2)')"
