@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench_takeover.sh - how long a job takes to end when its coordinator's
 # agent is lost, against a job that loses another node, on one machine:
-# 3 agents under mpirun, --resume, --heartbeat 0.5 --heartbeat-timeout 1.5,
+# 3 agents (mpirun under timeout -k), --resume, --heartbeat 0.5 --heartbeat-timeout 1.5,
 # contrib/examples/train_sim.py, ROUNDS times each way (default 3),
 # alternating:
 #
